@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages diskgate needs to build, test and benchmark.
+# Idempotent: installs only what is missing; safe to run many times.
+# Usage: scripts/deps.sh [build|test|bench|ceph|all]   (default: test)
+set -euo pipefail
+
+want="${1:-test}"
+
+build_pkgs=(gcc make meson ninja-build pkg-config liburing-dev libcjson-dev)
+test_pkgs=(libcmocka-dev libnbd-bin nbdkit fio qemu-utils qemu-system-x86 busybox-static
+           e2fsprogs cpio xz-utils zstd kmod util-linux strace python3 python3-libnbd libnbd-dev)
+bench_pkgs=(qemu-block-extra)
+ceph_pkgs=(ceph-mon ceph-osd ceph-common librbd-dev uuid-runtime)
+
+pkgs=("${build_pkgs[@]}")
+case "$want" in
+  build) ;;
+  test) pkgs+=("${test_pkgs[@]}") ;;
+  bench) pkgs+=("${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
+  ceph) pkgs+=("${ceph_pkgs[@]}") ;;
+  all) pkgs+=("${test_pkgs[@]}" "${bench_pkgs[@]}" "${ceph_pkgs[@]}") ;;
+  *) echo "deps.sh: unknown set '$want' (build|test|bench|ceph|all)" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "deps.sh: missing packages (${missing[*]}); run as root or install them" >&2
+  exit 1
+fi
+echo "deps.sh: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+stamp=/var/lib/apt/periodic/diskgate-update-stamp
+if [ ! -e "$stamp" ] || [ -n "$(find /var/lib/apt/lists -maxdepth 0 -mmin +720 2>/dev/null)" ]; then
+  apt-get update -qq
+  mkdir -p "$(dirname "$stamp")" && touch "$stamp"
+fi
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

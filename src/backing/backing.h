@@ -1,0 +1,127 @@
+/* backing.h: where an export's bytes live. One vtable, one file per kind
+ * (file.c: regular files, block and character devices; rbd.c: Ceph RBD images).
+ * In the spirit of SQLite's VFS: a backing declares what it can do in its geometry and
+ * capabilities; the server (server/durability.c, server/rmw.c) emulates the rest.
+ *
+ * Units: all offsets and lengths in bytes. Errors: -errno.
+ * Threads: backing_submit may be called from any thread, concurrently; op->done runs on a
+ * backing or engine thread, exactly once per op that backing_submit accepted.
+ */
+#ifndef DISKGATE_BACKING_H
+#define DISKGATE_BACKING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "io/engine.h"
+
+enum backing_op_type {
+  BACKING_OP_READ,
+  BACKING_OP_WRITE,
+  BACKING_OP_FLUSH,        /* make every completed write durable, per the sync mode */
+  BACKING_OP_TRIM,         /* discard: the range may read back as anything afterwards */
+  BACKING_OP_WRITE_ZEROES, /* the range reads back as zero */
+};
+
+/* op->flags */
+#define BACKING_FLAG_FUA     (1u << 0) /* WRITE/WRITE_ZEROES: durable before done() */
+#define BACKING_FLAG_NO_HOLE (1u << 1) /* WRITE_ZEROES: keep the range allocated */
+
+/* How FLUSH and FUA reach stable storage (the export's --sync). */
+enum sync_mode {
+  SYNC_FULL,  /* fdatasync on Linux (F_FULLFSYNC on macOS); FUA as RWF_DSYNC */
+  SYNC_FSYNC, /* plain fsync; FUA as RWF_SYNC */
+  SYNC_NONE,  /* FLUSH and FUA acknowledged without syncing: unsafe after a host crash */
+};
+
+enum cache_mode {
+  CACHE_DIRECT,    /* O_DIRECT: the page cache is bypassed */
+  CACHE_WRITEBACK, /* the page cache */
+};
+
+struct backing_options {
+  bool read_only;
+  enum sync_mode sync;
+  enum cache_mode cache;
+  struct engine *engine; /* for backings that do file I/O; not owned */
+  const char *ceph_conf; /* rbd: NULL for the default search */
+  const char *ceph_id;   /* rbd: NULL for "admin" */
+};
+
+struct backing_geometry {
+  uint64_t size;                 /* bytes */
+  uint32_t logical_block_size;   /* bytes: smallest unit the backing accepts directly */
+  uint32_t physical_block_size;  /* bytes: preferred unit (>= logical) */
+  uint32_t direct_alignment;     /* bytes: offset/length/buffer alignment I/O needs; 1 = any */
+  bool rotational;
+  bool can_trim;
+  bool can_zero;      /* WRITE_ZEROES supported natively or by the backing's own fallback */
+  bool can_fua;       /* FUA done natively; else the server writes then flushes */
+  bool can_multi_conn;/* a FLUSH through one connection covers writes of all of them */
+};
+
+struct backing_op {
+  enum backing_op_type type;
+  uint32_t flags;     /* BACKING_FLAG_* */
+  uint64_t offset;    /* bytes */
+  uint64_t length;    /* bytes; READ/WRITE at most DG_MAX_PAYLOAD */
+  void *buf;          /* READ: filled; WRITE: source. Aligned to 4096 bytes. */
+  /* result: 0, or -errno (EIO, ENOSPC, EPERM, EINVAL, ENOTSUP, ...). Never a short count. */
+  void (*done)(struct backing_op *op, int result);
+  void *opaque;       /* the caller's */
+  /* For a layer between the caller and the backing (server/durability.c): the callback
+   * to run after its own step. Backings never touch it. */
+  void (*chain)(struct backing_op *op, int result);
+  /* Private to the backing from submit until done. */
+  struct engine_req ereq;
+  uint64_t progress;
+  struct backing *owner;
+  uint32_t gate;      /* file backing: which gate the op holds (file_io.c) */
+};
+
+struct backing;
+
+struct backing_vtable {
+  const char *kind; /* "file", "rbd", ... */
+  /* See the wrappers below for contracts. */
+  int (*submit)(struct backing *b, struct backing_op *op);
+  int (*refresh_size)(struct backing *b, uint64_t *size);
+  void (*close)(struct backing *b);
+};
+
+struct backing {
+  const struct backing_vtable *vt;
+  struct backing_geometry geo;
+  struct backing_options opts;
+  char *description; /* human text for NBD_INFO_DESCRIPTION, owned */
+};
+
+/* Opens the backing named by `spec`: "rbd:POOL/IMAGE[@SNAP]" for Ceph, anything else a
+ * path (regular file, block or character device). Returns 0 and *out, or -errno:
+ * -ENOENT (missing), -EACCES, -EBUSY (already served: the lock is held), -EISDIR,
+ * -EINVAL (unsupported kind), -ENOTSUP (backing kind not built in). Main thread only. */
+int backing_open(const char *spec, const struct backing_options *opts, struct backing **out);
+
+/* Submits op. Returns 0 (op->done will be called once, possibly on the calling thread
+ * before this returns) or -errno (done is not called). May block briefly: the file
+ * backing waits here while a read-modify-write holds its gate.
+ * The caller has validated bounds against geo.size and alignment against
+ * geo.direct_alignment (server/rmw.c handles unaligned requests). */
+static inline int backing_submit(struct backing *b, struct backing_op *op)
+{
+  return b->vt->submit(b, op);
+}
+
+/* Re-reads the size (bytes) into *size and geo.size. Returns 0 or -errno. Any thread. */
+int backing_refresh_size(struct backing *b, uint64_t *size);
+
+/* Closes and frees. Only after every submitted op is done. */
+void backing_close(struct backing *b);
+
+/* Parses "full|fsync|none" / "direct|writeback". Return 0 or -EINVAL. */
+int sync_mode_parse(const char *text, enum sync_mode *out);
+int cache_mode_parse(const char *text, enum cache_mode *out);
+const char *sync_mode_name(enum sync_mode mode);
+const char *cache_mode_name(enum cache_mode mode);
+
+#endif

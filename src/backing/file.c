@@ -1,0 +1,254 @@
+/* file.c: opening a file backing: kind, size and sector geometry, the one-server lock.
+ * The data path is in file_io.c. */
+#include "backing/file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "backing/file_impl.h"
+#include "util/bytes.h"
+#include "util/log.h"
+
+static void file_close(struct backing *b);
+
+static const struct backing_vtable file_vtable = {
+  .kind = "file",
+  .submit = file_io_submit,
+  .refresh_size = NULL,
+  .close = file_close,
+};
+
+/* Opens with O_NOFOLLOW unless the operator named a link, then checks that the inode we
+ * got is the one lstat/stat saw (case C18: no swap between check and open). */
+static int open_checked(const char *path, int flags)
+{
+  struct stat before, after;
+  int fd;
+
+  if (lstat(path, &before) < 0) {
+    return -errno;
+  }
+  if (S_ISLNK(before.st_mode)) {
+    if (stat(path, &before) < 0) {
+      return -errno;
+    }
+  } else {
+    flags |= O_NOFOLLOW;
+  }
+  fd = open(path, flags | O_CLOEXEC);
+  if (fd < 0) {
+    return -errno;
+  }
+  if (fstat(fd, &after) < 0 || after.st_dev != before.st_dev || after.st_ino != before.st_ino) {
+    close(fd);
+    return -EAGAIN;
+  }
+  return fd;
+}
+
+/* An OFD lock over the whole file: exclusive for read-write, shared for read-only. */
+static int lock_image(int fd, bool read_only)
+{
+  struct flock fl = {0};
+
+  fl.l_type = read_only ? F_RDLCK : F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  if (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
+    return (errno == EAGAIN || errno == EACCES) ? -EBUSY : -errno;
+  }
+  return 0;
+}
+
+static bool read_sysfs_flag(const struct stat *st, const char *attr)
+{
+  char path[128];
+  int v = 0;
+  FILE *f;
+
+  snprintf(path, sizeof path, "/sys/dev/block/%u:%u/queue/%s", major(st->st_rdev),
+           minor(st->st_rdev), attr);
+  f = fopen(path, "r");
+  if (f == NULL) {
+    return false;
+  }
+  if (fscanf(f, "%d", &v) != 1) {
+    v = 0;
+  }
+  fclose(f);
+  return v != 0;
+}
+
+static int block_geometry(int fd, const struct stat *st, struct backing_geometry *geo)
+{
+  uint64_t size = 0;
+  int lbs = 0;
+  unsigned int pbs = 0;
+
+  if (ioctl(fd, BLKGETSIZE64, &size) < 0 || ioctl(fd, BLKSSZGET, &lbs) < 0) {
+    return -errno;
+  }
+  if (ioctl(fd, BLKPBSZGET, &pbs) < 0 || pbs < (unsigned)lbs) {
+    pbs = (unsigned)lbs;
+  }
+  geo->size = size;
+  geo->logical_block_size = (uint32_t)lbs;
+  geo->physical_block_size = pbs < 4096 ? 4096 : pbs;
+  if (!bytes_is_power_of_two(geo->physical_block_size)) {
+    geo->physical_block_size = 4096;
+  }
+  geo->rotational = read_sysfs_flag(st, "rotational");
+  return 0;
+}
+
+/* The O_DIRECT alignment of a regular file: statx's dio_offset_align where the kernel
+ * reports it, else the file system's block size. */
+static uint32_t regular_direct_alignment(int fd, const struct stat *st)
+{
+  struct statx stx;
+
+  if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0 &&
+      (stx.stx_mask & STATX_DIOALIGN) && stx.stx_dio_offset_align > 0) {
+    uint32_t a = stx.stx_dio_offset_align;
+    return a < stx.stx_dio_mem_align ? stx.stx_dio_mem_align : a;
+  }
+  return st->st_blksize > 0 ? (uint32_t)st->st_blksize : 4096;
+}
+
+static int probe_geometry(struct file_backing *fb, const struct stat *st)
+{
+  struct backing_geometry *geo = &fb->base.geo;
+  bool direct = fb->base.opts.cache == CACHE_DIRECT;
+  int rc = 0;
+
+  if (fb->is_block) {
+    rc = block_geometry(fb->fd, st, geo);
+    geo->direct_alignment = direct ? geo->logical_block_size : 1;
+  } else if (fb->is_regular) {
+    geo->size = (uint64_t)st->st_size;
+    geo->logical_block_size = 512;
+    geo->physical_block_size = 4096;
+    geo->direct_alignment = direct ? regular_direct_alignment(fb->fd, st) : 1;
+  } else { /* character device: a size only if the driver reports one */
+    off_t end = lseek(fb->fd, 0, SEEK_END);
+    uint64_t size = 0;
+    if (ioctl(fb->fd, BLKGETSIZE64, &size) == 0) {
+      geo->size = size;
+    } else if (end > 0) {
+      geo->size = (uint64_t)end;
+    } else {
+      return -EINVAL;
+    }
+    geo->logical_block_size = 512;
+    geo->physical_block_size = 4096;
+    geo->direct_alignment = direct ? 512 : 1;
+  }
+  geo->can_trim = true;
+  geo->can_zero = true;
+  geo->can_fua = true;
+  geo->can_multi_conn = true; /* one fd, one page cache: a sync covers all connections */
+  return rc;
+}
+
+int backing_file_open(const char *path, const struct backing_options *opts,
+                      struct backing **out)
+{
+  struct file_backing *fb;
+  struct stat st;
+  int flags = opts->read_only ? O_RDONLY : O_RDWR;
+  int rc;
+
+  if (opts->engine == NULL) {
+    return -EINVAL;
+  }
+  fb = calloc(1, sizeof *fb);
+  if (fb == NULL) {
+    return -ENOMEM;
+  }
+  fb->base.vt = &file_vtable;
+  fb->base.opts = *opts;
+  fb->fd = -1;
+  fb->fd_buffered = open_checked(path, flags);
+  if (fb->fd_buffered < 0) {
+    rc = fb->fd_buffered;
+    goto fail;
+  }
+  if (fstat(fb->fd_buffered, &st) < 0) {
+    rc = -errno;
+    goto fail;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    rc = -EISDIR;
+    goto fail;
+  }
+  fb->is_block = S_ISBLK(st.st_mode);
+  fb->is_regular = S_ISREG(st.st_mode);
+  if (!fb->is_block && !fb->is_regular && !S_ISCHR(st.st_mode)) {
+    rc = -EINVAL;
+    goto fail;
+  }
+  rc = lock_image(fb->fd_buffered, opts->read_only);
+  if (rc < 0) {
+    goto fail;
+  }
+  if (opts->cache == CACHE_DIRECT) {
+    char fdpath[64];
+    snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fb->fd_buffered);
+    fb->fd = open(fdpath, flags | O_DIRECT | O_CLOEXEC);
+    if (fb->fd < 0) {
+      rc = errno == EINVAL ? -ENOTSUP : -errno;
+      goto fail;
+    }
+  } else {
+    fb->fd = fb->fd_buffered;
+  }
+  rc = probe_geometry(fb, &st);
+  if (rc < 0) {
+    goto fail;
+  }
+  pthread_mutex_init(&fb->gate_lock, NULL);
+  pthread_cond_init(&fb->gate_cond, NULL);
+  /* A description for clients, which never reveals the host's paths. */
+  fb->base.description = strdup(fb->is_block ? "block device" : fb->is_regular ? "raw file"
+                                                                               : "character device");
+  if (fb->base.description == NULL) {
+    file_close(&fb->base);
+    return -ENOMEM;
+  }
+  *out = &fb->base;
+  return 0;
+
+fail:
+  if (fb->fd >= 0 && fb->fd != fb->fd_buffered) {
+    close(fb->fd);
+  }
+  if (fb->fd_buffered >= 0) {
+    close(fb->fd_buffered);
+  }
+  free(fb);
+  return rc;
+}
+
+static void file_close(struct backing *b)
+{
+  struct file_backing *fb = (struct file_backing *)b;
+
+  if (!fb->base.opts.read_only && fb->base.opts.sync != SYNC_NONE) {
+    fdatasync(fb->fd_buffered); /* a last sync at shutdown: nothing is left only in cache */
+  }
+  if (fb->fd != fb->fd_buffered) {
+    close(fb->fd);
+  }
+  close(fb->fd_buffered); /* drops the OFD lock */
+  pthread_mutex_destroy(&fb->gate_lock);
+  pthread_cond_destroy(&fb->gate_cond);
+  free(fb->base.description);
+  free(fb);
+}

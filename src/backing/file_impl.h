@@ -1,0 +1,28 @@
+/* file_impl.h: the file backing's state, shared by file.c (open, geometry, lock) and
+ * file_io.c (the data path). Internal to src/backing. */
+#ifndef DISKGATE_BACKING_FILE_IMPL_H
+#define DISKGATE_BACKING_FILE_IMPL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "backing/backing.h"
+
+struct file_backing {
+  struct backing base;
+  int fd;          /* the data fd: O_DIRECT under --cache direct */
+  int fd_buffered; /* page-cache fd for what O_DIRECT cannot address (a file's tail) */
+  bool is_block;   /* block device: BLKDISCARD / BLKZEROOUT / fallocate on the device */
+  bool is_regular;
+  /* Read-modify-write gate: unaligned writes (and zeroing of partial blocks) run
+   * exclusively; other writes run shared. Waits happen in backing_submit's caller. */
+  pthread_mutex_t gate_lock;
+  pthread_cond_t gate_cond;
+  unsigned gate_shared;
+  bool gate_exclusive;
+};
+
+/* The data path (file_io.c): vtable.submit. Contract as backing_submit(). */
+int file_io_submit(struct backing *b, struct backing_op *op);
+
+#endif

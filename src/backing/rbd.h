@@ -1,0 +1,14 @@
+/* rbd.h: the Ceph RBD backing (librbd), built when librbd is present (DISKGATE_HAVE_RBD).
+ * Main thread only. */
+#ifndef DISKGATE_BACKING_RBD_H
+#define DISKGATE_BACKING_RBD_H
+
+#include "backing/backing.h"
+
+/* Opens "POOL/IMAGE[@SNAP]" (the part of the spec after "rbd:"). Snapshots open read-only.
+ * Returns 0 and *out, or -errno: -ENOENT (no such pool/image/snap), -EINVAL (bad spec),
+ * -ETIMEDOUT/-ECONNREFUSED (cluster unreachable), -EACCES (auth). */
+int backing_rbd_open(const char *spec, const struct backing_options *opts,
+                     struct backing **out);
+
+#endif

@@ -1,0 +1,24 @@
+/* engine_impl.h: what each engine implementation provides to engine.c. Internal to src/io. */
+#ifndef DISKGATE_IO_ENGINE_IMPL_H
+#define DISKGATE_IO_ENGINE_IMPL_H
+
+#include "io/engine.h"
+
+struct engine_vtable {
+  int (*submit)(struct engine *engine, struct engine_req *req);
+  void (*destroy)(struct engine *engine);
+};
+
+struct engine {
+  const struct engine_vtable *vt;
+};
+
+/* Contracts as engine_create(); -ENOSYS when io_uring cannot be set up. */
+int engine_uring_create(unsigned threads, struct engine **out);
+int engine_threads_create(unsigned threads, struct engine **out);
+
+/* Runs one request synchronously on the calling thread and returns its result
+ * (bytes or -errno). Used by the worker threads of both engines. */
+ssize_t engine_run_blocking(struct engine_req *req);
+
+#endif

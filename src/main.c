@@ -1,0 +1,36 @@
+/* main.c: `diskgate SUBCOMMAND ...`: serve (the NBD server) or bench (the lab). */
+#include <stdio.h>
+#include <string.h>
+
+#include "bench/bench.h"
+#include "server/serve.h"
+
+static const char usage[] =
+  "Usage: diskgate serve [OPTIONS] PATH     serve a VM disk over NBD\n"
+  "       diskgate bench [OPTIONS]          run the benchmark lab\n"
+  "       diskgate --version | --help\n"
+  "Run 'diskgate serve --help' or 'diskgate bench --help' for their options.\n";
+
+int main(int argc, char **argv)
+{
+  if (argc < 2) {
+    fputs(usage, stderr);
+    return 2;
+  }
+  if (strcmp(argv[1], "serve") == 0) {
+    return serve_main(argc - 1, argv + 1);
+  }
+  if (strcmp(argv[1], "bench") == 0) {
+    return bench_main(argc - 1, argv + 1);
+  }
+  if (strcmp(argv[1], "--version") == 0) {
+    printf("diskgate %s\n", DISKGATE_VERSION);
+    return 0;
+  }
+  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    fputs(usage, stdout);
+    return 0;
+  }
+  fprintf(stderr, "diskgate: unknown command '%s' (serve, bench, --version, --help)\n", argv[1]);
+  return 2;
+}

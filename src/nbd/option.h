@@ -1,0 +1,89 @@
+/* option.h: the handshake's wire format, as pure functions over byte buffers (no sockets).
+ *
+ * Source: doc/proto.md, "Newstyle negotiation" and "Option types". Every function here may
+ * be called from any thread; none allocates. Buffers are caller-owned; sizes are bytes.
+ * The decisions (which option gets which reply) live in server/handshake.c.
+ */
+#ifndef DISKGATE_NBD_OPTION_H
+#define DISKGATE_NBD_OPTION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nbd/proto.h"
+
+#define NBD_GREETING_SIZE 18u /* NBDMAGIC, IHAVEOPT, 16-bit handshake flags */
+#define NBD_INFO_MAX_REQUESTS 32u /* info types we remember from one INFO/GO */
+
+/* Writes the server's greeting into out[18]. */
+void nbd_greeting_encode(uint8_t out[NBD_GREETING_SIZE], uint16_t handshake_flags);
+
+/* Checks the client's 32-bit flags against the handshake flags the server sent.
+ * Returns 0 and sets *no_zeroes, or -EPROTO when the client sets a bit the server did not
+ * advertise or does not know (the server must then drop the connection: spec rule 2). */
+int nbd_client_flags_check(uint32_t client_flags, uint16_t server_flags, bool *no_zeroes);
+
+struct nbd_option_header {
+  uint32_t option; /* NBD_OPT_* */
+  uint32_t length; /* payload bytes that follow */
+};
+
+/* Decodes a 16-byte option header. Returns 0, or -EPROTO when the magic is not IHAVEOPT
+ * (the connection must be closed: the stream is out of sync). */
+int nbd_option_header_decode(const uint8_t in[NBD_OPTION_HEADER_SIZE],
+                             struct nbd_option_header *out);
+
+/* Writes an option reply header (20 bytes) for `option` with reply `type` and `length`
+ * payload bytes to follow. */
+void nbd_option_reply_encode(uint8_t out[NBD_OPTION_REPLY_SIZE], uint32_t option,
+                             uint32_t type, uint32_t length);
+
+/* A decoded NBD_OPT_INFO / NBD_OPT_GO payload. `name` points into the payload (it is not
+ * NUL-terminated). Info types beyond NBD_INFO_MAX_REQUESTS are still validated but only the
+ * known ones are remembered as booleans. */
+struct nbd_info_request {
+  const uint8_t *name;
+  uint32_t name_length;    /* bytes, at most NBD_MAX_STRING */
+  uint16_t info_count;
+  bool want_name;
+  bool want_description;
+  bool want_block_size;
+};
+
+/* Decodes an INFO/GO payload: 32-bit name length, name, 16-bit count, count 16-bit types.
+ * Returns 0, or -EINVAL when the lengths are inconsistent with `length` or the name holds
+ * a NUL byte (reply NBD_REP_ERR_INVALID), or -ENAMETOOLONG for a name over NBD_MAX_STRING
+ * bytes (also NBD_REP_ERR_INVALID; spec rule 15). */
+int nbd_info_request_decode(const uint8_t *payload, uint32_t length,
+                            struct nbd_info_request *out);
+
+/* Validates an NBD_OPT_EXPORT_NAME payload (the whole payload is the name).
+ * Returns 0, -EINVAL (a NUL byte) or -ENAMETOOLONG (over NBD_MAX_STRING). */
+int nbd_export_name_check(const uint8_t *payload, uint32_t length);
+
+/* NBD_REP_INFO payloads. Return the bytes written. */
+size_t nbd_info_export_encode(uint8_t out[12], uint64_t size, uint16_t transmission_flags);
+size_t nbd_info_block_size_encode(uint8_t out[14], uint32_t minimum, uint32_t preferred,
+                                  uint32_t maximum);
+/* NBD_INFO_NAME or NBD_INFO_DESCRIPTION: type then text (length bytes, no NUL).
+ * `out` must hold 2 + length bytes. */
+size_t nbd_info_text_encode(uint8_t *out, uint16_t info_type, const char *text,
+                            uint32_t length);
+
+/* NBD_REP_SERVER payload for NBD_OPT_LIST: 32-bit name length then name.
+ * `out` must hold 4 + length bytes. Returns the bytes written. */
+size_t nbd_rep_server_encode(uint8_t *out, const char *name, uint32_t length);
+
+/* The 10 or 134 bytes that end a successful NBD_OPT_EXPORT_NAME: size, flags, and
+ * 124 zero bytes unless NO_ZEROES was negotiated. `out` must hold 134 bytes.
+ * Returns the bytes to send. */
+size_t nbd_export_name_reply_encode(uint8_t out[134], uint64_t size,
+                                    uint16_t transmission_flags, bool no_zeroes);
+
+/* Checks block-size values against spec rule 10: minimum a power of two <= 64 KiB,
+ * preferred a power of two >= max(minimum, 512), maximum >= preferred.
+ * Returns true when valid. */
+bool nbd_block_size_valid(uint32_t minimum, uint32_t preferred, uint32_t maximum);
+
+#endif

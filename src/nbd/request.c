@@ -1,0 +1,212 @@
+/* request.c: request decoding, validation and reply encoding (doc/proto.md, "Transmission
+ * phase"). Pure functions: see request.h for contracts. */
+#include "nbd/request.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <string.h>
+
+#include "util/bytes.h"
+
+int nbd_request_decode(const uint8_t in[NBD_REQUEST_SIZE], struct nbd_request *out)
+{
+  if (bytes_get_be32(in) != NBD_REQUEST_MAGIC) {
+    return -EPROTO;
+  }
+  out->flags = bytes_get_be16(in + 4);
+  out->type = bytes_get_be16(in + 6);
+  out->cookie = bytes_get_be64(in + 8);
+  out->offset = bytes_get_be64(in + 16);
+  out->length = bytes_get_be32(in + 24);
+  return 0;
+}
+
+void nbd_request_encode(uint8_t out[NBD_REQUEST_SIZE], const struct nbd_request *req)
+{
+  assert(req->length <= UINT32_MAX);
+  bytes_put_be32(out, NBD_REQUEST_MAGIC);
+  bytes_put_be16(out + 4, req->flags);
+  bytes_put_be16(out + 6, req->type);
+  bytes_put_be64(out + 8, req->cookie);
+  bytes_put_be64(out + 16, req->offset);
+  bytes_put_be32(out + 24, (uint32_t)req->length);
+}
+
+uint64_t nbd_request_payload_length(const struct nbd_request *req)
+{
+  return req->type == NBD_CMD_WRITE ? req->length : 0;
+}
+
+/* The flags a command accepts, given what the export advertised (spec: "Command flags"). */
+static uint16_t allowed_flags(uint16_t type, const struct nbd_export_limits *limits)
+{
+  uint16_t tx = limits->transmission_flags;
+  uint16_t allowed = 0;
+
+  if (tx & NBD_FLAG_SEND_FUA) {
+    allowed |= NBD_CMD_FLAG_FUA; /* valid on every command once SEND_FUA is negotiated */
+  }
+  switch (type) {
+  case NBD_CMD_READ:
+    if (limits->structured_replies && (tx & NBD_FLAG_SEND_DF)) {
+      allowed |= NBD_CMD_FLAG_DF;
+    }
+    break;
+  case NBD_CMD_WRITE_ZEROES:
+    allowed |= NBD_CMD_FLAG_NO_HOLE;
+    if (tx & NBD_FLAG_SEND_FAST_ZERO) {
+      allowed |= NBD_CMD_FLAG_FAST_ZERO;
+    }
+    break;
+  default:
+    break;
+  }
+  return allowed;
+}
+
+static bool command_supported(uint16_t type, uint16_t tx)
+{
+  switch (type) {
+  case NBD_CMD_READ:
+  case NBD_CMD_WRITE:
+  case NBD_CMD_DISC:
+    return true;
+  case NBD_CMD_FLUSH:
+    return (tx & NBD_FLAG_SEND_FLUSH) != 0;
+  case NBD_CMD_TRIM:
+    return (tx & NBD_FLAG_SEND_TRIM) != 0 || (tx & NBD_FLAG_READ_ONLY) != 0;
+  case NBD_CMD_WRITE_ZEROES:
+    return (tx & NBD_FLAG_SEND_WRITE_ZEROES) != 0 || (tx & NBD_FLAG_READ_ONLY) != 0;
+  default:
+    return false;
+  }
+}
+
+uint32_t nbd_request_validate(const struct nbd_request *req,
+                              const struct nbd_export_limits *limits)
+{
+  uint16_t tx = limits->transmission_flags;
+  bool in_range = bytes_range_within(req->offset, req->length, limits->size);
+
+  if (req->type == NBD_CMD_DISC) {
+    return NBD_SUCCESS;
+  }
+  if (!command_supported(req->type, tx)) {
+    return NBD_EINVAL;
+  }
+  if ((req->flags & ~allowed_flags(req->type, limits)) != 0) {
+    return NBD_EINVAL;
+  }
+  switch (req->type) {
+  case NBD_CMD_READ:
+    if (req->length > limits->max_payload || !in_range) {
+      return NBD_EINVAL;
+    }
+    return NBD_SUCCESS;
+  case NBD_CMD_WRITE:
+    if (tx & NBD_FLAG_READ_ONLY) {
+      return NBD_EPERM;
+    }
+    if (req->length > limits->max_payload) {
+      return NBD_EINVAL;
+    }
+    return in_range ? NBD_SUCCESS : NBD_ENOSPC;
+  case NBD_CMD_FLUSH:
+    return (req->offset == 0 && req->length == 0) ? NBD_SUCCESS : NBD_EINVAL;
+  case NBD_CMD_TRIM:
+    if (tx & NBD_FLAG_READ_ONLY) {
+      return NBD_EPERM;
+    }
+    return in_range ? NBD_SUCCESS : NBD_EINVAL;
+  case NBD_CMD_WRITE_ZEROES:
+    if (tx & NBD_FLAG_READ_ONLY) {
+      return NBD_EPERM;
+    }
+    return in_range ? NBD_SUCCESS : NBD_ENOSPC;
+  default:
+    return NBD_EINVAL;
+  }
+}
+
+void nbd_simple_reply_encode(uint8_t out[NBD_SIMPLE_REPLY_SIZE], uint32_t error,
+                             uint64_t cookie)
+{
+  bytes_put_be32(out, NBD_SIMPLE_REPLY_MAGIC);
+  bytes_put_be32(out + 4, error);
+  bytes_put_be64(out + 8, cookie);
+}
+
+void nbd_chunk_header_encode(uint8_t out[NBD_STRUCTURED_REPLY_SIZE], uint16_t flags,
+                             uint16_t type, uint64_t cookie, uint32_t length)
+{
+  bytes_put_be32(out, NBD_STRUCTURED_REPLY_MAGIC);
+  bytes_put_be16(out + 4, flags);
+  bytes_put_be16(out + 6, type);
+  bytes_put_be64(out + 8, cookie);
+  bytes_put_be32(out + 16, length);
+}
+
+void nbd_offset_data_header_encode(uint8_t out[NBD_OFFSET_DATA_HEADER_SIZE], uint16_t flags,
+                                   uint64_t cookie, uint64_t offset, uint32_t data_length)
+{
+  assert(data_length > 0 && data_length <= UINT32_MAX - 8);
+  nbd_chunk_header_encode(out, flags, NBD_REPLY_TYPE_OFFSET_DATA, cookie, 8 + data_length);
+  bytes_put_be64(out + NBD_STRUCTURED_REPLY_SIZE, offset);
+}
+
+size_t nbd_error_chunk_encode(uint8_t *out, uint64_t cookie, uint32_t error,
+                              const char *message)
+{
+  size_t msg_length = message != NULL ? strlen(message) : 0;
+
+  assert(error != 0);
+  if (msg_length > NBD_ERROR_CHUNK_MAX - NBD_STRUCTURED_REPLY_SIZE - 6) {
+    msg_length = NBD_ERROR_CHUNK_MAX - NBD_STRUCTURED_REPLY_SIZE - 6;
+  }
+  nbd_chunk_header_encode(out, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR, cookie,
+                          (uint32_t)(6 + msg_length));
+  bytes_put_be32(out + NBD_STRUCTURED_REPLY_SIZE, error);
+  bytes_put_be16(out + NBD_STRUCTURED_REPLY_SIZE + 4, (uint16_t)msg_length);
+  if (msg_length > 0) {
+    memcpy(out + NBD_STRUCTURED_REPLY_SIZE + 6, message, msg_length);
+  }
+  return NBD_STRUCTURED_REPLY_SIZE + 6 + msg_length;
+}
+
+uint32_t nbd_error_from_errno(int err)
+{
+  if (err < 0) {
+    err = -err;
+  }
+  switch (err) {
+  case 0:
+    return NBD_SUCCESS;
+  case EPERM:
+  case EROFS:
+  case EACCES:
+    return NBD_EPERM;
+  case EIO:
+    return NBD_EIO;
+  case ENOMEM:
+    return NBD_ENOMEM;
+  case ENOSPC:
+  case EDQUOT:
+  case EFBIG:
+    return NBD_ENOSPC;
+  case EOVERFLOW:
+    return NBD_EOVERFLOW;
+  case ENOTSUP:
+    return NBD_ENOTSUP;
+  case ESHUTDOWN:
+    return NBD_ESHUTDOWN;
+  default:
+    return NBD_EINVAL;
+  }
+}
+
+const char *nbd_command_name(uint16_t type)
+{
+  static const char *const names[] = {"READ", "WRITE", "DISC", "FLUSH", "TRIM",
+                                      "CACHE", "WRITE_ZEROES", "BLOCK_STATUS", "RESIZE"};
+  return type < sizeof names / sizeof names[0] ? names[type] : "UNKNOWN";
+}

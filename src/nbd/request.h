@@ -1,0 +1,85 @@
+/* request.h: the transmission phase's wire format and request validation, as pure
+ * functions over byte buffers (no sockets, no files). Any thread; nothing allocates.
+ *
+ * Source: doc/proto.md, "Transmission phase", "Request message", "Simple reply message",
+ * "Structured reply chunk message", "Request types", "Error values"; rules 17-26 and 35 of
+ * ../shared/nbd-spec-rules.md.
+ */
+#ifndef DISKGATE_NBD_REQUEST_H
+#define DISKGATE_NBD_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nbd/proto.h"
+
+struct nbd_request {
+  uint16_t flags;  /* NBD_CMD_FLAG_* */
+  uint16_t type;   /* NBD_CMD_* */
+  uint64_t cookie; /* echoed in the reply */
+  uint64_t offset; /* bytes */
+  uint64_t length; /* bytes (32 bits on the wire without extended headers) */
+};
+
+/* What the server negotiated for this connection's export. */
+struct nbd_export_limits {
+  uint64_t size;            /* export size, bytes */
+  uint16_t transmission_flags;
+  uint32_t max_payload;     /* bytes, for READ and WRITE */
+  bool structured_replies;  /* NBD_OPT_STRUCTURED_REPLY was acknowledged */
+};
+
+/* Decodes a 28-byte request header. Returns 0, or -EPROTO when the magic is wrong (the
+ * stream cannot be trusted: the connection must be closed). */
+int nbd_request_decode(const uint8_t in[NBD_REQUEST_SIZE], struct nbd_request *out);
+
+/* Writes a 28-byte request header (for tests and clients). */
+void nbd_request_encode(uint8_t out[NBD_REQUEST_SIZE], const struct nbd_request *req);
+
+/* Bytes of payload that follow the header on the wire: the length of a WRITE, else 0.
+ * The server reads (or discards) exactly this much whether or not the request is valid,
+ * so the next header parses (spec rule 24). */
+uint64_t nbd_request_payload_length(const struct nbd_request *req);
+
+/* Validates req against the export. Returns NBD_SUCCESS or the NBD error to reply with:
+ *   NBD_EINVAL  unknown command (not DISC), a flag unknown or not valid for the command,
+ *               FLUSH with non-zero offset/length, READ/TRIM past the end or overflowing
+ *               64 bits, READ/WRITE longer than max_payload;
+ *   NBD_EPERM   WRITE, TRIM, WRITE_ZEROES on a read-only export;
+ *   NBD_ENOSPC  WRITE or WRITE_ZEROES past the end.
+ * NBD_CMD_DISC is always valid. Length 0 is valid (the caller replies success without I/O). */
+uint32_t nbd_request_validate(const struct nbd_request *req,
+                              const struct nbd_export_limits *limits);
+
+/* Writes a 16-byte simple reply header. */
+void nbd_simple_reply_encode(uint8_t out[NBD_SIMPLE_REPLY_SIZE], uint32_t error,
+                             uint64_t cookie);
+
+/* Writes a 20-byte structured reply chunk header. */
+void nbd_chunk_header_encode(uint8_t out[NBD_STRUCTURED_REPLY_SIZE], uint16_t flags,
+                             uint16_t type, uint64_t cookie, uint32_t length);
+
+/* Writes an NBD_REPLY_TYPE_OFFSET_DATA chunk header plus its 8-byte offset (28 bytes);
+ * `data_length` bytes of data follow it on the wire. */
+#define NBD_OFFSET_DATA_HEADER_SIZE 28u
+void nbd_offset_data_header_encode(uint8_t out[NBD_OFFSET_DATA_HEADER_SIZE], uint16_t flags,
+                                   uint64_t cookie, uint64_t offset, uint32_t data_length);
+
+/* Writes a whole NBD_REPLY_TYPE_ERROR chunk with the DONE flag: header, error, message
+ * length, message (truncated to NBD_MAX_STRING bytes). `out` must hold
+ * NBD_ERROR_CHUNK_MAX bytes. Returns the bytes written. error must not be 0 (rule 31). */
+#define NBD_ERROR_CHUNK_MAX (NBD_STRUCTURED_REPLY_SIZE + 6u + 256u)
+size_t nbd_error_chunk_encode(uint8_t *out, uint64_t cookie, uint32_t error,
+                              const char *message);
+
+/* Maps a -errno (or errno) from the backing to an NBD error value (spec rule 35):
+ * EPERM/EROFS/EACCES -> EPERM, EIO -> EIO, ENOMEM -> ENOMEM, ENOSPC/EDQUOT/EFBIG -> ENOSPC,
+ * EOVERFLOW, ENOTSUP/EOPNOTSUPP -> ENOTSUP, ESHUTDOWN, EINVAL; anything else -> EINVAL
+ * (and 0 -> NBD_SUCCESS). */
+uint32_t nbd_error_from_errno(int err);
+
+/* The command's name for logs ("READ", ...; "UNKNOWN" otherwise). */
+const char *nbd_command_name(uint16_t type);
+
+#endif

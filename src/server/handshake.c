@@ -1,0 +1,245 @@
+/* handshake.c: option haggling over a socket (doc/proto.md "Newstyle negotiation",
+ * "Option types"; spec rules 1-15). The wire format is in nbd/option.c; this file makes the
+ * decisions. Runs on the connection's thread with SO_RCVTIMEO as the handshake deadline. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nbd/option.h"
+#include "nbd/proto.h"
+#include "server/conn.h"
+#include "server/sockio.h"
+#include "util/log.h"
+
+/* Options longer than this are not read: up to DRAIN_LIMIT they are skipped and refused
+ * with NBD_REP_ERR_TOO_BIG; beyond it the connection is closed (case C03). */
+#define DRAIN_LIMIT (1024u * 1024u)
+
+static const uint16_t server_handshake_flags = NBD_FLAG_FIXED_NEWSTYLE | NBD_FLAG_NO_ZEROES;
+
+static int reply_send(struct conn *c, uint32_t option, uint32_t type, const void *payload,
+                      uint32_t length)
+{
+  uint8_t hdr[NBD_OPTION_REPLY_SIZE];
+  struct iovec iov[2] = {{hdr, sizeof hdr}, {(void *)payload, length}};
+
+  nbd_option_reply_encode(hdr, option, type, length);
+  return sockio_writev_full(c->fd, iov, length > 0 ? 2 : 1);
+}
+
+/* An error reply with a human-readable message (no NUL, at most 4096 bytes). */
+static int reply_error(struct conn *c, uint32_t option, uint32_t type, const char *msg)
+{
+  return reply_send(c, option, type, msg, (uint32_t)strlen(msg));
+}
+
+static int send_info(struct conn *c, uint32_t option, const struct export *e,
+                     const struct nbd_info_request *req)
+{
+  uint8_t buf[2 + NBD_MAX_STRING];
+  size_t n;
+  int rc;
+  uint16_t flags = export_transmission_flags(e, c->structured_replies);
+
+  n = nbd_info_export_encode(buf, e->backing->geo.size, flags);
+  rc = reply_send(c, option, NBD_REP_INFO, buf, (uint32_t)n);
+  if (rc == 0 && req->want_name) {
+    n = nbd_info_text_encode(buf, NBD_INFO_NAME, e->name, (uint32_t)strlen(e->name));
+    rc = reply_send(c, option, NBD_REP_INFO, buf, (uint32_t)n);
+  }
+  if (rc == 0 && req->want_description && e->description[0] != '\0') {
+    size_t len = strlen(e->description);
+    len = len > NBD_MAX_STRING ? NBD_MAX_STRING : len;
+    n = nbd_info_text_encode(buf, NBD_INFO_DESCRIPTION, e->description, (uint32_t)len);
+    rc = reply_send(c, option, NBD_REP_INFO, buf, (uint32_t)n);
+  }
+  if (rc == 0 && req->want_block_size) {
+    n = nbd_info_block_size_encode(buf, e->min_block, e->preferred_block, e->max_payload);
+    rc = reply_send(c, option, NBD_REP_INFO, buf, (uint32_t)n);
+  }
+  if (rc == 0) {
+    rc = reply_send(c, option, NBD_REP_ACK, NULL, 0);
+  }
+  c->transmission_flags = flags;
+  return rc;
+}
+
+/* NBD_OPT_INFO and NBD_OPT_GO. Returns 1 when GO succeeded (enter transmission), 0 to keep
+ * haggling, -errno to close. */
+static int option_info_go(struct conn *c, uint32_t option, const uint8_t *payload,
+                          uint32_t length)
+{
+  struct nbd_info_request req;
+  struct export *e;
+  int rc = nbd_info_request_decode(payload, length, &req);
+
+  if (rc < 0) {
+    return reply_error(c, option, NBD_REP_ERR_INVALID,
+                       rc == -ENAMETOOLONG ? "export name too long" : "malformed request");
+  }
+  e = server_find_export(c->server, req.name, req.name_length);
+  if (e == NULL) {
+    log_info("%s: client asked for unknown export '%.*s'", c->peer,
+             (int)(req.name_length > 64 ? 64 : req.name_length), (const char *)req.name);
+    return reply_error(c, option, NBD_REP_ERR_UNKNOWN, "unknown export");
+  }
+  rc = send_info(c, option, e, &req);
+  if (rc < 0) {
+    return rc;
+  }
+  if (option == NBD_OPT_GO) {
+    c->export = e;
+    return 1;
+  }
+  return 0;
+}
+
+/* NBD_OPT_EXPORT_NAME: no error reply exists, so failure is a hard close (spec rule 7). */
+static int option_export_name(struct conn *c, const uint8_t *payload, uint32_t length)
+{
+  uint8_t buf[134];
+  struct export *e;
+  size_t n;
+
+  if (nbd_export_name_check(payload, length) < 0) {
+    log_info("%s: invalid export name in NBD_OPT_EXPORT_NAME; closing", c->peer);
+    return -EINVAL;
+  }
+  e = server_find_export(c->server, payload, length);
+  if (e == NULL) {
+    log_info("%s: unknown export in NBD_OPT_EXPORT_NAME; closing", c->peer);
+    return -ENOENT;
+  }
+  c->export = e;
+  c->transmission_flags = export_transmission_flags(e, c->structured_replies);
+  n = nbd_export_name_reply_encode(buf, e->backing->geo.size, c->transmission_flags,
+                                   c->no_zeroes);
+  return sockio_write_full(c->fd, buf, n);
+}
+
+static int option_list(struct conn *c, uint32_t length)
+{
+  uint8_t buf[4 + NBD_MAX_STRING];
+
+  if (length != 0) {
+    return reply_error(c, NBD_OPT_LIST, NBD_REP_ERR_INVALID, "NBD_OPT_LIST takes no data");
+  }
+  for (size_t i = 0; i < c->server->nexports; i++) {
+    const struct export *e = c->server->exports[i];
+    size_t n = nbd_rep_server_encode(buf, e->name, (uint32_t)strlen(e->name));
+    int rc = reply_send(c, NBD_OPT_LIST, NBD_REP_SERVER, buf, (uint32_t)n);
+    if (rc < 0) {
+      return rc;
+    }
+  }
+  return reply_send(c, NBD_OPT_LIST, NBD_REP_ACK, NULL, 0);
+}
+
+/* Handles one option whose payload has been read. Returns 1 to enter transmission,
+ * 0 to continue, -errno to close. */
+static int option_dispatch(struct conn *c, uint32_t option, const uint8_t *payload,
+                           uint32_t length)
+{
+  if (atomic_load(&c->server->stopping) && option != NBD_OPT_ABORT) {
+    reply_error(c, option, NBD_REP_ERR_SHUTDOWN, "server shutting down");
+    return -ESHUTDOWN;
+  }
+  switch (option) {
+  case NBD_OPT_EXPORT_NAME: {
+    int rc = option_export_name(c, payload, length);
+    return rc < 0 ? rc : 1;
+  }
+  case NBD_OPT_GO:
+  case NBD_OPT_INFO:
+    return option_info_go(c, option, payload, length);
+  case NBD_OPT_LIST:
+    return option_list(c, length);
+  case NBD_OPT_ABORT:
+    reply_send(c, option, NBD_REP_ACK, NULL, 0); /* the client may already be gone */
+    return -ECONNABORTED;
+  case NBD_OPT_STRUCTURED_REPLY:
+    if (length != 0) {
+      return reply_error(c, option, NBD_REP_ERR_INVALID, "option takes no data");
+    }
+    c->structured_replies = true;
+    return reply_send(c, option, NBD_REP_ACK, NULL, 0);
+  case NBD_OPT_STARTTLS:
+    if (length != 0) {
+      return reply_error(c, option, NBD_REP_ERR_INVALID, "STARTTLS takes no data");
+    }
+    return reply_error(c, option, NBD_REP_ERR_POLICY, "TLS is not configured");
+  default:
+    return reply_error(c, option, NBD_REP_ERR_UNSUP, "option not supported");
+  }
+}
+
+int handshake_run(struct conn *c)
+{
+  uint8_t greeting[NBD_GREETING_SIZE];
+  uint8_t hdr[NBD_OPTION_HEADER_SIZE];
+  uint8_t *payload;
+  uint32_t client_flags_be;
+  int rc;
+
+  nbd_greeting_encode(greeting, server_handshake_flags);
+  rc = sockio_write_full(c->fd, greeting, sizeof greeting);
+  if (rc < 0) {
+    return rc;
+  }
+  rc = sockio_read_full(c->fd, &client_flags_be, 4);
+  if (rc < 0) {
+    return rc;
+  }
+  {
+    const uint8_t *b = (const uint8_t *)&client_flags_be;
+    uint32_t flags = ((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3];
+    if (nbd_client_flags_check(flags, server_handshake_flags, &c->no_zeroes) < 0) {
+      log_info("%s: client flags 0x%x not supported; closing", c->peer, flags);
+      return -EPROTO;
+    }
+  }
+  payload = malloc(DG_MAX_OPTION_LENGTH);
+  if (payload == NULL) {
+    return -ENOMEM;
+  }
+  for (;;) {
+    struct nbd_option_header opt;
+
+    rc = sockio_read_full(c->fd, hdr, sizeof hdr);
+    if (rc < 0) {
+      break;
+    }
+    if (nbd_option_header_decode(hdr, &opt) < 0) {
+      log_info("%s: bad option magic; closing", c->peer);
+      rc = -EPROTO;
+      break;
+    }
+    if (opt.length > DG_MAX_OPTION_LENGTH) {
+      if (opt.option == NBD_OPT_EXPORT_NAME || opt.length > DRAIN_LIMIT) {
+        log_info("%s: option %u with %u bytes of data refused; closing", c->peer, opt.option,
+                 opt.length);
+        rc = -E2BIG;
+        break;
+      }
+      rc = sockio_discard(c->fd, opt.length);
+      if (rc == 0) {
+        rc = reply_error(c, opt.option, NBD_REP_ERR_TOO_BIG, "option data too long");
+      }
+      if (rc < 0) {
+        break;
+      }
+      continue;
+    }
+    rc = sockio_read_full(c->fd, payload, opt.length);
+    if (rc < 0) {
+      break;
+    }
+    rc = option_dispatch(c, opt.option, payload, opt.length);
+    if (rc != 0) {
+      break;
+    }
+  }
+  free(payload);
+  return rc > 0 ? 0 : rc;
+}

@@ -1,0 +1,252 @@
+/* listen.c: see listen.h. */
+#include "server/listen.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "nbd/proto.h"
+#include "util/log.h"
+
+int listen_parse_address(const char *text, char *host, size_t host_size, unsigned *port)
+{
+  const char *colon;
+  size_t hlen;
+
+  *port = NBD_DEFAULT_PORT;
+  if (text[0] == '[') {
+    const char *end = strchr(text, ']');
+    if (end == NULL) {
+      return -EINVAL;
+    }
+    hlen = (size_t)(end - text - 1);
+    if (hlen == 0 || hlen >= host_size) {
+      return -EINVAL;
+    }
+    memcpy(host, text + 1, hlen);
+    host[hlen] = '\0';
+    colon = end[1] == ':' ? end + 1 : NULL;
+    if (colon == NULL && end[1] != '\0') {
+      return -EINVAL;
+    }
+  } else {
+    colon = strrchr(text, ':');
+    if (colon != NULL && strchr(text, ':') != colon) {
+      return -EINVAL; /* an IPv6 address needs brackets */
+    }
+    hlen = colon != NULL ? (size_t)(colon - text) : strlen(text);
+    if (hlen >= host_size) {
+      return -EINVAL;
+    }
+    memcpy(host, text, hlen);
+    host[hlen] = '\0';
+    if (hlen == 0) {
+      snprintf(host, host_size, "127.0.0.1");
+    }
+  }
+  if (colon != NULL) {
+    char *end;
+    unsigned long p = strtoul(colon + 1, &end, 10);
+    if (colon[1] == '\0' || *end != '\0' || p > 65535) {
+      return -EINVAL;
+    }
+    *port = (unsigned)p;
+  }
+  return 0;
+}
+
+int listen_open_tcp(struct listener *l, const char *host, unsigned port)
+{
+  struct addrinfo hints = {0}, *res = NULL;
+  char port_text[16];
+  int fd, one = 1, rc;
+
+  memset(l, 0, sizeof *l);
+  l->fd = -1;
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV | AI_NUMERICHOST;
+  snprintf(port_text, sizeof port_text, "%u", port);
+  rc = getaddrinfo(host, port_text, &hints, &res);
+  if (rc != 0) {
+    return -EINVAL;
+  }
+  fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    rc = -errno;
+    freeaddrinfo(res);
+    return rc;
+  }
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (res->ai_family == AF_INET6) {
+    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  }
+  if (bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 128) < 0) {
+    rc = -errno;
+    close(fd);
+    freeaddrinfo(res);
+    return rc;
+  }
+  freeaddrinfo(res);
+  {
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    getsockname(fd, (struct sockaddr *)&ss, &len);
+    if (ss.ss_family == AF_INET6) {
+      l->port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    } else {
+      l->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    }
+  }
+  snprintf(l->host, sizeof l->host, "%s", host);
+  l->fd = fd;
+  return 0;
+}
+
+int listen_open_unix(struct listener *l, const char *path)
+{
+  struct sockaddr_un addr = {.sun_family = AF_UNIX};
+  int fd, rc;
+
+  memset(l, 0, sizeof *l);
+  l->fd = -1;
+  if (strlen(path) >= sizeof addr.sun_path) {
+    return -ENAMETOOLONG;
+  }
+  strcpy(addr.sun_path, path);
+  fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return -errno;
+  }
+  if (bind(fd, (struct sockaddr *)&addr, sizeof addr) < 0) {
+    if (errno != EADDRINUSE) {
+      rc = -errno;
+      close(fd);
+      return rc;
+    }
+    /* A socket file exists: live if someone accepts on it, else stale. */
+    int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool live = probe >= 0 && connect(probe, (struct sockaddr *)&addr, sizeof addr) == 0;
+    if (probe >= 0) {
+      close(probe);
+    }
+    if (live) {
+      close(fd);
+      return -EADDRINUSE;
+    }
+    unlink(path);
+    if (bind(fd, (struct sockaddr *)&addr, sizeof addr) < 0) {
+      rc = -errno;
+      close(fd);
+      return rc;
+    }
+  }
+  if (listen(fd, 128) < 0) {
+    rc = -errno;
+    close(fd);
+    unlink(path);
+    return rc;
+  }
+  l->unix_path = strdup(path);
+  l->fd = fd;
+  return 0;
+}
+
+static void peer_name(int fd, const struct listener *l, char *out, size_t size)
+{
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof ss;
+  char addr[INET6_ADDRSTRLEN] = "?";
+
+  if (l->unix_path != NULL) {
+    snprintf(out, size, "unix:%s#%d", l->unix_path, fd);
+    return;
+  }
+  if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0) {
+    if (ss.ss_family == AF_INET6) {
+      struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+      inet_ntop(AF_INET6, &s6->sin6_addr, addr, sizeof addr);
+      snprintf(out, size, "[%s]:%u", addr, ntohs(s6->sin6_port));
+      return;
+    }
+    struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+    inet_ntop(AF_INET, &s4->sin_addr, addr, sizeof addr);
+    snprintf(out, size, "%s:%u", addr, ntohs(s4->sin_port));
+    return;
+  }
+  snprintf(out, size, "peer#%d", fd);
+}
+
+int listen_run(struct server *s, struct listener *ls, size_t n, int stop_fd)
+{
+  struct pollfd pfd[LISTEN_MAX + 1];
+
+  for (size_t i = 0; i < n; i++) {
+    pfd[i].fd = ls[i].fd;
+    pfd[i].events = POLLIN;
+  }
+  pfd[n].fd = stop_fd;
+  pfd[n].events = POLLIN;
+  for (;;) {
+    if (poll(pfd, (nfds_t)(n + 1), -1) < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      log_error("poll: %s", strerror(errno));
+      return 0;
+    }
+    if (pfd[n].revents & POLLIN) {
+      struct signalfd_siginfo si;
+      if (read(stop_fd, &si, sizeof si) == (ssize_t)sizeof si) {
+        return (int)si.ssi_signo;
+      }
+    }
+    for (size_t i = 0; i < n; i++) {
+      if (!(pfd[i].revents & POLLIN)) {
+        continue;
+      }
+      int fd = accept4(ls[i].fd, NULL, NULL, SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED) {
+          log_warn("accept: %s", strerror(errno));
+          if (errno == EMFILE || errno == ENFILE) {
+            usleep(100000); /* out of descriptors: let connections end */
+          }
+        }
+        continue;
+      }
+      if (ls[i].unix_path == NULL) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* spec rule 35 */
+        setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+      }
+      char peer[96];
+      peer_name(fd, &ls[i], peer, sizeof peer);
+      server_conn_start(s, fd, peer);
+    }
+  }
+}
+
+void listen_close(struct listener *l)
+{
+  if (l->fd >= 0) {
+    close(l->fd);
+    l->fd = -1;
+  }
+  if (l->unix_path != NULL) {
+    unlink(l->unix_path);
+    free(l->unix_path);
+    l->unix_path = NULL;
+  }
+}

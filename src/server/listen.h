@@ -1,0 +1,38 @@
+/* listen.h: the listening sockets (TCP on a host:port, or a Unix socket path) and the
+ * accept loop. Main thread only. */
+#ifndef DISKGATE_SERVER_LISTEN_H
+#define DISKGATE_SERVER_LISTEN_H
+
+#include <stddef.h>
+
+#include "server/server.h"
+
+#define LISTEN_MAX 4
+
+struct listener {
+  int fd;
+  char *unix_path; /* owned; NULL for TCP. Unlinked on close. */
+  char host[64];   /* TCP: the numeric address bound */
+  unsigned port;   /* TCP: the port bound (resolved when 0 was asked) */
+};
+
+/* Splits "HOST:PORT", "[V6]:PORT", "HOST" or ":PORT" (bytes of text; default port 10809).
+ * Returns 0, or -EINVAL naming nothing (the caller prints the text). */
+int listen_parse_address(const char *text, char *host, size_t host_size, unsigned *port);
+
+/* Binds and listens on TCP host:port. Returns 0, or -errno (-EADDRINUSE, -EADDRNOTAVAIL,
+ * -EINVAL for an unresolvable numeric host). */
+int listen_open_tcp(struct listener *l, const char *host, unsigned port);
+
+/* Binds and listens on a Unix socket at `path`, replacing a stale socket file but refusing
+ * one that a live server still accepts on (-EADDRINUSE). Returns 0 or -errno. */
+int listen_open_unix(struct listener *l, const char *path);
+
+/* Accepts connections on the listeners and hands them to the server until a signal in
+ * `stop_fd` (a signalfd) arrives. Returns the signal number. */
+int listen_run(struct server *s, struct listener *ls, size_t n, int stop_fd);
+
+/* Closes (and for Unix sockets unlinks) a listener. */
+void listen_close(struct listener *l);
+
+#endif

@@ -1,0 +1,395 @@
+/* serve.c: `diskgate serve [OPTIONS] PATH`: parses the command line (getopt_long), opens the
+ * backing and the export, binds the listeners, prints one URI per listener (doc/uri.md),
+ * then accepts until SIGINT/SIGTERM, drains the connections and exits 0. */
+#include "server/serve.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "backing/backing.h"
+#include "io/engine.h"
+#include "nbd/uri.h"
+#include "server/export.h"
+#include "server/listen.h"
+#include "server/server.h"
+#include "util/log.h"
+
+static const char serve_usage[] =
+  "Usage: diskgate serve [OPTIONS] PATH\n"
+  "Serve PATH (a raw image file, a block device or partition, a character device, or\n"
+  "rbd:POOL/IMAGE[@SNAP]) over NBD until SIGINT or SIGTERM.\n"
+  "\n"
+  "  --export NAME          export name clients ask for (default: the empty name)\n"
+  "  --listen HOST:PORT     TCP listener (default 127.0.0.1:10809; IPv6 as [ADDR]:PORT)\n"
+  "  --socket PATH          Unix socket listener (with --listen, both listen)\n"
+  "  --read-only            refuse WRITE, TRIM and WRITE_ZEROES (NBD_EPERM)\n"
+  "  --sync full|fsync|none durability of FLUSH and FUA (default full):\n"
+  "       full   FLUSH replies after fdatasync (F_FULLFSYNC on macOS) covering every\n"
+  "              acknowledged write; FUA writes are durable before their reply\n"
+  "       fsync  plain fsync (on macOS it does not flush the drive cache; on Linux it\n"
+  "              equals full)\n"
+  "       none   FLUSH and FUA are acknowledged without syncing: UNSAFE, acknowledged\n"
+  "              data may be lost if the host crashes or loses power\n"
+  "  --cache direct|writeback  O_DIRECT or the host page cache (default writeback)\n"
+  "  --threads N            I/O threads (default: the number of cores)\n"
+  "  --engine uring|threads disk I/O engine (default uring; threads is portable)\n"
+  "  --handshake-timeout S  seconds a client may take to negotiate (default 10)\n"
+  "  --max-handshakes N     connections negotiating at once, at most (default 256)\n"
+  "  --pid-file PATH        write the process id once the listeners are ready\n"
+  "  --ceph-conf PATH       rbd: the cluster's ceph.conf (default: Ceph's search)\n"
+  "  --ceph-id NAME         rbd: the client id (default admin)\n"
+  "  --verbose              log every connection\n"
+  "  --help                 this text\n";
+
+struct serve_config {
+  const char *path;
+  const char *export_name;
+  const char *listen_addr;
+  const char *socket_path;
+  const char *pid_file;
+  struct backing_options opts;
+  enum engine_kind engine;
+  unsigned threads;
+  unsigned handshake_timeout;
+  unsigned max_handshakes;
+};
+
+enum {
+  OPT_EXPORT = 256, OPT_LISTEN, OPT_SOCKET, OPT_READ_ONLY, OPT_SYNC, OPT_CACHE, OPT_THREADS,
+  OPT_ENGINE, OPT_PID_FILE, OPT_CEPH_CONF, OPT_CEPH_ID, OPT_HELP, OPT_VERBOSE,
+  OPT_HS_TIMEOUT, OPT_MAX_HS,
+};
+
+static int bad_usage(const char *fmt, const char *arg)
+{
+  fprintf(stderr, "diskgate serve: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, " (see diskgate serve --help)\n");
+  return 2;
+}
+
+static int parse_unsigned(const char *text, unsigned min, unsigned max, unsigned *out)
+{
+  char *end;
+  unsigned long v;
+
+  errno = 0;
+  v = strtoul(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || text[0] == '-' || v < min || v > max) {
+    return -EINVAL;
+  }
+  *out = (unsigned)v;
+  return 0;
+}
+
+/* Returns -1 to continue, or an exit status. */
+static int parse_args(int argc, char **argv, struct serve_config *cfg)
+{
+  static const struct option longopts[] = {
+    {"export", required_argument, NULL, OPT_EXPORT},
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"socket", required_argument, NULL, OPT_SOCKET},
+    {"read-only", no_argument, NULL, OPT_READ_ONLY},
+    {"sync", required_argument, NULL, OPT_SYNC},
+    {"cache", required_argument, NULL, OPT_CACHE},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"engine", required_argument, NULL, OPT_ENGINE},
+    {"pid-file", required_argument, NULL, OPT_PID_FILE},
+    {"ceph-conf", required_argument, NULL, OPT_CEPH_CONF},
+    {"ceph-id", required_argument, NULL, OPT_CEPH_ID},
+    {"handshake-timeout", required_argument, NULL, OPT_HS_TIMEOUT},
+    {"max-handshakes", required_argument, NULL, OPT_MAX_HS},
+    {"verbose", no_argument, NULL, OPT_VERBOSE},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
+  };
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int c;
+
+  cfg->export_name = "";
+  cfg->opts.sync = SYNC_FULL;
+  cfg->opts.cache = CACHE_WRITEBACK;
+  cfg->engine = ENGINE_URING;
+  cfg->threads = cores > 0 && cores <= 64 ? (unsigned)cores : 2;
+  cfg->handshake_timeout = 10;
+  cfg->max_handshakes = 256;
+  opterr = 0;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    switch (c) {
+    case OPT_EXPORT:
+      if (strlen(optarg) > 4096) {
+        return bad_usage("export name longer than 4096 bytes%s", "");
+      }
+      cfg->export_name = optarg;
+      break;
+    case OPT_LISTEN:
+      cfg->listen_addr = optarg;
+      break;
+    case OPT_SOCKET:
+      cfg->socket_path = optarg;
+      break;
+    case OPT_READ_ONLY:
+      cfg->opts.read_only = true;
+      break;
+    case OPT_SYNC:
+      if (sync_mode_parse(optarg, &cfg->opts.sync) < 0) {
+        return bad_usage("--sync takes full, fsync or none, not '%s'", optarg);
+      }
+      break;
+    case OPT_CACHE:
+      if (cache_mode_parse(optarg, &cfg->opts.cache) < 0) {
+        return bad_usage("--cache takes direct or writeback, not '%s'", optarg);
+      }
+      break;
+    case OPT_THREADS:
+      if (parse_unsigned(optarg, 1, 64, &cfg->threads) < 0) {
+        return bad_usage("--threads takes a number from 1 to 64, not '%s'", optarg);
+      }
+      break;
+    case OPT_ENGINE:
+      if (engine_kind_parse(optarg, &cfg->engine) < 0) {
+        return bad_usage("--engine takes uring or threads, not '%s'", optarg);
+      }
+      break;
+    case OPT_PID_FILE:
+      cfg->pid_file = optarg;
+      break;
+    case OPT_CEPH_CONF:
+      cfg->opts.ceph_conf = optarg;
+      break;
+    case OPT_CEPH_ID:
+      cfg->opts.ceph_id = optarg;
+      break;
+    case OPT_HS_TIMEOUT:
+      if (parse_unsigned(optarg, 1, 3600, &cfg->handshake_timeout) < 0) {
+        return bad_usage("--handshake-timeout takes seconds from 1 to 3600, not '%s'", optarg);
+      }
+      break;
+    case OPT_MAX_HS:
+      if (parse_unsigned(optarg, 1, 100000, &cfg->max_handshakes) < 0) {
+        return bad_usage("--max-handshakes takes a number from 1 to 100000, not '%s'", optarg);
+      }
+      break;
+    case OPT_VERBOSE:
+      log_set_level(LOG_DEBUG);
+      break;
+    case OPT_HELP:
+      fputs(serve_usage, stdout);
+      return 0;
+    default:
+      if (optopt != 0) {
+        return bad_usage("option '%s' needs a value", argv[optind - 1]);
+      }
+      return bad_usage("unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind >= argc) {
+    return bad_usage("missing PATH to serve%s", "");
+  }
+  if (optind + 1 < argc) {
+    return bad_usage("unexpected argument '%s' (one PATH per server)", argv[optind + 1]);
+  }
+  cfg->path = argv[optind];
+  return -1;
+}
+
+static int open_export(const struct serve_config *cfg, struct engine *engine,
+                       struct export **out)
+{
+  struct backing_options opts = cfg->opts;
+  struct backing *b;
+  int rc;
+
+  opts.engine = engine;
+  rc = backing_open(cfg->path, &opts, &b);
+  if (rc == -EBUSY) {
+    fprintf(stderr, "diskgate serve: %s is already served by another process (its lock is held)\n",
+            cfg->path);
+    return 2;
+  }
+  if (rc == -ENOTSUP && cfg->opts.cache == CACHE_DIRECT && strncmp(cfg->path, "rbd:", 4) != 0) {
+    fprintf(stderr, "diskgate serve: %s: the file system refuses O_DIRECT; use --cache writeback\n",
+            cfg->path);
+    return 2;
+  }
+  if (rc == -EINVAL) {
+    fprintf(stderr, "diskgate serve: %s: not a regular file or device of known size\n", cfg->path);
+    return 2;
+  }
+  if (rc < 0) {
+    fprintf(stderr, "diskgate serve: cannot open %s: %s\n", cfg->path, strerror(-rc));
+    return 2;
+  }
+  rc = export_create(cfg->export_name, b, cfg->opts.read_only, cfg->opts.sync, out);
+  if (rc < 0) {
+    backing_close(b);
+    fprintf(stderr, "diskgate serve: %s\n", strerror(-rc));
+    return 1;
+  }
+  return 0;
+}
+
+static int open_listeners(const struct serve_config *cfg, struct listener *ls, size_t *n)
+{
+  char host[64], uri[8192];
+  unsigned port;
+  int rc;
+
+  *n = 0;
+  if (cfg->listen_addr != NULL || cfg->socket_path == NULL) {
+    const char *addr = cfg->listen_addr != NULL ? cfg->listen_addr : "127.0.0.1:10809";
+    if (listen_parse_address(addr, host, sizeof host, &port) < 0) {
+      fprintf(stderr, "diskgate serve: --listen '%s' is not HOST:PORT (IPv6 as [ADDR]:PORT)\n",
+              addr);
+      return 2;
+    }
+    rc = listen_open_tcp(&ls[*n], host, port);
+    if (rc < 0) {
+      fprintf(stderr, "diskgate serve: cannot listen on %s: %s\n", addr, strerror(-rc));
+      return 2;
+    }
+    nbd_uri_format_tcp(uri, sizeof uri, ls[*n].host, ls[*n].port, cfg->export_name);
+    printf("diskgate: listening on %s\n", uri);
+    (*n)++;
+  }
+  if (cfg->socket_path != NULL) {
+    char abs[PATH_MAX];
+    if (cfg->socket_path[0] != '/') {
+      if (getcwd(abs, sizeof abs) == NULL ||
+          strlen(abs) + 1 + strlen(cfg->socket_path) >= sizeof abs) {
+        fprintf(stderr, "diskgate serve: socket path too long\n");
+        return 2;
+      }
+      strcat(abs, "/");
+      strcat(abs, cfg->socket_path);
+    } else {
+      snprintf(abs, sizeof abs, "%s", cfg->socket_path);
+    }
+    rc = listen_open_unix(&ls[*n], abs);
+    if (rc < 0) {
+      fprintf(stderr, "diskgate serve: cannot listen on %s: %s\n", abs,
+              rc == -EADDRINUSE ? "another server is accepting there" : strerror(-rc));
+      return 2;
+    }
+    nbd_uri_format_unix(uri, sizeof uri, abs, cfg->export_name);
+    printf("diskgate: listening on %s\n", uri);
+    (*n)++;
+  }
+  fflush(stdout);
+  return 0;
+}
+
+static int write_pid_file(const char *path)
+{
+  char tmp[PATH_MAX];
+  FILE *f;
+
+  if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+    return -ENAMETOOLONG;
+  }
+  f = fopen(tmp, "w");
+  if (f == NULL) {
+    return -errno;
+  }
+  fprintf(f, "%ld\n", (long)getpid());
+  if (fclose(f) != 0 || rename(tmp, path) < 0) {
+    return -errno;
+  }
+  return 0;
+}
+
+int serve_main(int argc, char **argv)
+{
+  struct serve_config cfg = {0};
+  struct server server;
+  struct listener ls[LISTEN_MAX];
+  struct engine *engine = NULL;
+  struct export *e = NULL;
+  size_t nls = 0;
+  sigset_t mask;
+  int status, sfd, rc, sig;
+
+  status = parse_args(argc, argv, &cfg);
+  if (status >= 0) {
+    return status;
+  }
+  /* Every thread inherits a mask without SIGINT/SIGTERM; the main thread reads them from a
+   * signalfd. SIGPIPE is ignored: sends use MSG_NOSIGNAL, this is for belt and braces. */
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &mask, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+  if (sfd < 0) {
+    fprintf(stderr, "diskgate serve: signalfd: %s\n", strerror(errno));
+    return 1;
+  }
+  rc = engine_create(cfg.engine, cfg.threads, &engine);
+  if (rc == -ENOSYS && cfg.engine == ENGINE_URING) {
+    log_warn("io_uring is not available here; using the threads engine");
+    cfg.engine = ENGINE_THREADS;
+    rc = engine_create(cfg.engine, cfg.threads, &engine);
+  }
+  if (rc < 0) {
+    fprintf(stderr, "diskgate serve: cannot start the I/O engine: %s\n", strerror(-rc));
+    close(sfd);
+    return 1;
+  }
+  status = open_export(&cfg, engine, &e);
+  if (status == 0) {
+    status = open_listeners(&cfg, ls, &nls);
+  }
+  if (status != 0) {
+    for (size_t i = 0; i < nls; i++) {
+      listen_close(&ls[i]);
+    }
+    export_destroy(e);
+    engine_destroy(engine);
+    close(sfd);
+    return status;
+  }
+  server_init(&server);
+  server.handshake_timeout_s = cfg.handshake_timeout;
+  server.max_handshakes = cfg.max_handshakes;
+  server.exports = malloc(sizeof *server.exports);
+  if (server.exports == NULL) {
+    fprintf(stderr, "diskgate serve: out of memory\n");
+    return 1;
+  }
+  server.exports[0] = e;
+  server.nexports = 1;
+  log_info("serving %s as export '%s': %llu bytes, sync %s, cache %s, engine %s, %u threads%s",
+           cfg.path, e->name, (unsigned long long)e->backing->geo.size,
+           sync_mode_name(cfg.opts.sync), cache_mode_name(cfg.opts.cache),
+           engine_kind_name(cfg.engine), cfg.threads, cfg.opts.read_only ? ", read-only" : "");
+  if (cfg.opts.sync == SYNC_NONE && !cfg.opts.read_only) {
+    log_warn("export '%s' is UNSAFE (--sync none): FLUSH and FUA are acknowledged without "
+             "syncing; acknowledged writes may be lost if the host crashes or loses power",
+             e->name);
+  }
+  if (cfg.pid_file != NULL && (rc = write_pid_file(cfg.pid_file)) < 0) {
+    log_warn("cannot write the pid file %s: %s", cfg.pid_file, strerror(-rc));
+  }
+  sig = listen_run(&server, ls, nls, sfd);
+  log_info("signal %d: finishing in-flight requests, then exiting", sig);
+  for (size_t i = 0; i < nls; i++) {
+    listen_close(&ls[i]);
+  }
+  server_conns_drain(&server);
+  server_destroy(&server); /* closes the export and its backing */
+  engine_destroy(engine);
+  if (cfg.pid_file != NULL) {
+    unlink(cfg.pid_file);
+  }
+  close(sfd);
+  return 0;
+}

@@ -1,0 +1,161 @@
+/* server.c: the connection list, one thread per connection, and draining on shutdown. */
+#include "server/server.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "server/conn.h"
+#include "util/log.h"
+
+int server_init(struct server *s)
+{
+  memset(s, 0, sizeof *s);
+  s->handshake_timeout_s = 10;
+  s->max_handshakes = 256;
+  s->max_inflight = 128;
+  atomic_init(&s->stopping, false);
+  pthread_mutex_init(&s->lock, NULL);
+  pthread_cond_init(&s->cond, NULL);
+  return 0;
+}
+
+struct export *server_find_export(struct server *s, const uint8_t *name, size_t length)
+{
+  for (size_t i = 0; i < s->nexports; i++) {
+    struct export *e = s->exports[i];
+    if (strlen(e->name) == length && memcmp(e->name, name, length) == 0) {
+      return e;
+    }
+  }
+  return NULL;
+}
+
+static void set_recv_timeout(int fd, unsigned seconds)
+{
+  struct timeval tv = {.tv_sec = seconds, .tv_usec = 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
+static void *conn_main(void *arg)
+{
+  struct conn *c = arg;
+  struct server *s = c->server;
+  int rc = handshake_run(c);
+
+  pthread_mutex_lock(&s->lock);
+  s->nhandshaking--;
+  pthread_mutex_unlock(&s->lock);
+  if (rc == 0) {
+    set_recv_timeout(c->fd, 0); /* no idle timeout once negotiated */
+    log_debug("%s: transmission on export '%s'", c->peer, c->export->name);
+    conn_transmission_run(c);
+  } else if (rc == -ETIMEDOUT) {
+    log_info("%s: handshake not finished within %u s; closing", c->peer,
+             s->handshake_timeout_s);
+  } else if (rc == -ECONNRESET) {
+    log_debug("%s: peer closed during the handshake", c->peer);
+  }
+  pthread_mutex_lock(&s->lock);
+  if (c->prev != NULL) {
+    c->prev->next = c->next;
+  } else {
+    s->conns = c->next;
+  }
+  if (c->next != NULL) {
+    c->next->prev = c->prev;
+  }
+  s->nconns--;
+  close(c->fd); /* under the lock: drain never shuts down a reused fd */
+  pthread_cond_broadcast(&s->cond);
+  pthread_mutex_unlock(&s->lock);
+  pthread_mutex_destroy(&c->lock);
+  pthread_cond_destroy(&c->cond);
+  pthread_mutex_destroy(&c->send_lock);
+  free(c);
+  return NULL;
+}
+
+int server_conn_start(struct server *s, int fd, const char *peer)
+{
+  struct conn *c;
+  pthread_attr_t attr;
+  pthread_t tid;
+  int rc;
+
+  pthread_mutex_lock(&s->lock);
+  if (s->nhandshaking >= s->max_handshakes || atomic_load(&s->stopping)) {
+    pthread_mutex_unlock(&s->lock);
+    log_warn("%s: refused: %u connections are still negotiating", peer, s->max_handshakes);
+    close(fd);
+    return -EAGAIN;
+  }
+  pthread_mutex_unlock(&s->lock);
+  c = calloc(1, sizeof *c);
+  if (c == NULL) {
+    close(fd);
+    return -ENOMEM;
+  }
+  c->fd = fd;
+  c->server = s;
+  snprintf(c->peer, sizeof c->peer, "%s", peer);
+  pthread_mutex_init(&c->lock, NULL);
+  pthread_cond_init(&c->cond, NULL);
+  pthread_mutex_init(&c->send_lock, NULL);
+  set_recv_timeout(fd, s->handshake_timeout_s);
+
+  pthread_mutex_lock(&s->lock);
+  c->next = s->conns;
+  if (s->conns != NULL) {
+    s->conns->prev = c;
+  }
+  s->conns = c;
+  s->nconns++;
+  s->nhandshaking++;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  rc = pthread_create(&tid, &attr, conn_main, c);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) {
+    s->conns = c->next;
+    if (c->next != NULL) {
+      c->next->prev = NULL;
+    }
+    s->nconns--;
+    s->nhandshaking--;
+    pthread_mutex_unlock(&s->lock);
+    close(fd);
+    free(c);
+    return -rc;
+  }
+  pthread_mutex_unlock(&s->lock);
+  return 0;
+}
+
+void server_conns_drain(struct server *s)
+{
+  atomic_store(&s->stopping, true);
+  pthread_mutex_lock(&s->lock);
+  for (struct conn *c = s->conns; c != NULL; c = c->next) {
+    shutdown(c->fd, SHUT_RD); /* readers see EOF; in-flight replies still go out */
+  }
+  while (s->nconns > 0) {
+    pthread_cond_wait(&s->cond, &s->lock);
+  }
+  pthread_mutex_unlock(&s->lock);
+}
+
+void server_destroy(struct server *s)
+{
+  for (size_t i = 0; i < s->nexports; i++) {
+    export_destroy(s->exports[i]);
+  }
+  free(s->exports);
+  pthread_mutex_destroy(&s->lock);
+  pthread_cond_destroy(&s->cond);
+}

@@ -1,0 +1,49 @@
+/* server.h: the server's shared state: exports, live connections, shutdown.
+ * Created by serve.c on the main thread; connection threads read the exports and add and
+ * remove themselves from the connection list under `lock`. */
+#ifndef DISKGATE_SERVER_SERVER_H
+#define DISKGATE_SERVER_SERVER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/export.h"
+
+struct conn;
+
+struct server {
+  struct export **exports;
+  size_t nexports;
+  unsigned handshake_timeout_s; /* seconds a client may take to reach transmission */
+  unsigned max_handshakes;      /* connections still negotiating, at most */
+  unsigned max_inflight;        /* requests in flight per connection */
+  atomic_bool stopping;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;          /* signalled when a connection ends */
+  struct conn *conns;           /* live connections (doubly linked) */
+  unsigned nconns;
+  unsigned nhandshaking;
+};
+
+/* Initialises an empty server. Returns 0 or -errno. Main thread. */
+int server_init(struct server *s);
+
+/* Looks an export up by its name (`length` bytes, not NUL-terminated): a key into what the
+ * operator configured, never a path (case C18). Returns NULL when unknown. Any thread. */
+struct export *server_find_export(struct server *s, const uint8_t *name, size_t length);
+
+/* Takes ownership of an accepted socket and serves it on a new thread. `peer` names it in
+ * logs. Returns 0, or -errno (the socket is closed). Main (accepting) thread. */
+int server_conn_start(struct server *s, int fd, const char *peer);
+
+/* Stops reading from every connection (in-flight requests finish and are replied to) and
+ * waits until all connection threads have ended. Main thread, after the listeners closed. */
+void server_conns_drain(struct server *s);
+
+/* Frees the exports and the server's state. Main thread, after server_conns_drain. */
+void server_destroy(struct server *s);
+
+#endif

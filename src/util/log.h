@@ -1,0 +1,19 @@
+/* log.h: one-line log messages on stderr, prefixed "diskgate: ".
+ * Thread-safe (one fprintf per line). Levels below the configured one are dropped. */
+#ifndef DISKGATE_UTIL_LOG_H
+#define DISKGATE_UTIL_LOG_H
+
+enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
+
+/* Sets the most verbose level printed (default LOG_INFO). Main thread, before threads start. */
+void log_set_level(enum log_level level);
+
+/* Prints "diskgate: <level>: <message>\n" to stderr. Any thread. */
+void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
+
+#endif

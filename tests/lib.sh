@@ -1,0 +1,63 @@
+# tests/lib.sh: shared helpers for the shell-driven tests. Source it; it sets `set -euo pipefail`.
+# Environment (set by meson): DISKGATE = path of the diskgate binary, SRCDIR = source root.
+# Each test: exit 0 = pass, non-zero = fail. Helpers print one line on failure.
+set -euo pipefail
+: "${DISKGATE:?DISKGATE must point at the diskgate binary}"
+PY=/usr/bin/python3   # Debian's python, where python3-libnbd lives
+
+T=$(mktemp -d /tmp/dgtest.XXXXXX)
+DG_PIDS=()
+dg_cleanup() {
+  local p
+  for p in "${DG_PIDS[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
+  [ -n "${DG_CLEANUP_EXTRA:-}" ] && eval "$DG_CLEANUP_EXTRA" || true
+  rm -rf "$T"
+}
+trap dg_cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+pass() { echo "ok: $*"; }
+assert_eq() { # actual expected what
+  [ "$1" = "$2" ] || fail "$3: got '$1', expected '$2'"
+}
+
+free_port() {
+  $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# dg_start [serve options...] PATH
+# Starts `diskgate serve` with a Unix socket in $T and a free TCP port on 127.0.0.1.
+# Sets DG_PID, DG_SOCK, DG_PORT, DG_LOG, DG_TCP (nbd://...) and DG_UNIX (nbd+unix://...),
+# for the export named by --export (default "").
+dg_start() {
+  DG_SOCK=$T/dg.$RANDOM.sock
+  DG_PORT=$(free_port)
+  DG_LOG=$T/dg.$RANDOM.log
+  local pidf=$T/dg.$RANDOM.pid
+  local name="" a prev=""
+  for a in "$@"; do [ "$prev" = "--export" ] && name=$a; prev=$a; done
+  "$DISKGATE" serve --socket "$DG_SOCK" --listen "127.0.0.1:$DG_PORT" --pid-file "$pidf" "$@" \
+    >"$DG_LOG" 2>&1 &
+  DG_PID=$!
+  DG_PIDS+=("$DG_PID")
+  local i
+  for i in $(seq 1 200); do
+    [ -s "$pidf" ] && break
+    kill -0 "$DG_PID" 2>/dev/null || { cat "$DG_LOG" >&2; fail "diskgate exited at start"; }
+    sleep 0.05
+  done
+  [ -s "$pidf" ] || fail "diskgate did not become ready"
+  DG_TCP="nbd://127.0.0.1:$DG_PORT/$name"
+  DG_UNIX="nbd+unix:///$name?socket=$DG_SOCK"
+}
+
+# dg_stop: SIGTERM, wait, and require exit status 0.
+dg_stop() {
+  kill -TERM "$DG_PID"
+  local rc=0
+  wait "$DG_PID" || rc=$?
+  [ "$rc" -eq 0 ] || { cat "$DG_LOG" >&2; fail "diskgate exited $rc after SIGTERM"; }
+}
+
+# mkrandom FILE SIZE_BYTES: a file of random bytes.
+mkrandom() { head -c "$2" /dev/urandom >"$1"; }
