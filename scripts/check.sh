@@ -19,11 +19,11 @@ setup() { # dir, extra meson args...
 passed=0; failed=0; rc=0
 for b in $builds; do
   case $b in
-    plain) dir=$plain; args=() ;;
-    asan) dir=$asan; args=(-Db_sanitize=address,undefined -Db_lundef=false) ;;
+    plain) dir=$plain; args=(); export DG_ENGINE=uring ;;
+    asan) dir=$asan; args=(-Db_sanitize=address,undefined -Db_lundef=false); export DG_ENGINE=threads ;;
     *) echo "check.sh: unknown build '$b'" >&2; exit 2 ;;
   esac
-  echo "== build: $b ($dir)"
+  echo "== build: $b ($dir), engine $DG_ENGINE"
   if ! setup "$dir" "${args[@]}"; then
     echo "check.sh: the $b build failed" >&2; failed=$((failed + 1)); rc=1; continue
   fi

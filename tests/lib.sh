@@ -1,5 +1,7 @@
 # tests/lib.sh: shared helpers for the shell-driven tests. Source it; it sets `set -euo pipefail`.
-# Environment (set by meson): DISKGATE = path of the diskgate binary, SRCDIR = source root.
+# Environment (set by meson): DISKGATE = path of the diskgate binary, SRCDIR = source root;
+# DG_ENGINE = uring|threads, the engine every server in the suite uses (scripts/check.sh runs
+# the plain build with uring and the ASan+UBSan build with threads).
 # Each test: exit 0 = pass, non-zero = fail. Helpers print one line on failure.
 set -euo pipefail
 : "${DISKGATE:?DISKGATE must point at the diskgate binary}"
@@ -36,7 +38,8 @@ dg_start() {
   local pidf=$T/dg.$RANDOM.pid
   local name="" a prev=""
   for a in "$@"; do [ "$prev" = "--export" ] && name=$a; prev=$a; done
-  "$DISKGATE" serve --socket "$DG_SOCK" --listen "127.0.0.1:$DG_PORT" --pid-file "$pidf" "$@" \
+  "$DISKGATE" serve --socket "$DG_SOCK" --listen "127.0.0.1:$DG_PORT" --pid-file "$pidf" \
+    --engine "${DG_ENGINE:-uring}" "$@" \
     >"$DG_LOG" 2>&1 &
   DG_PID=$!
   DG_PIDS+=("$DG_PID")

@@ -1,14 +1,18 @@
 /* conn.c: the transmission phase of one connection (doc/proto.md "Transmission phase").
  *
- * The connection thread reads request headers and payloads, validates each request
- * (nbd/request.c), and submits it through the export's durability policy; completions run
- * on engine/backing threads, encode the reply and send it under send_lock, so replies leave
- * in completion order, matched by cookie (spec rule 18). At most server->max_inflight
- * requests are in flight per connection. On NBD_CMD_DISC, end of stream, a protocol error or
- * shutdown, the thread stops reading and waits until every in-flight request is replied to
- * (spec rule 33).
+ * Three roles:
+ *   - the reader (the connection's thread) reads request headers and payloads, validates
+ *     each request (nbd/request.c) and submits it through the export's durability policy;
+ *   - completions (engine/backing threads) encode the reply and queue it;
+ *   - the writer thread sends queued replies, gathering several into one sendmsg.
+ * Replies therefore leave in completion order, matched by cookie (spec rule 18), and a
+ * client that stops reading its replies stalls only its own writer, never an engine thread.
+ * At most server->max_inflight requests are in flight per connection. On NBD_CMD_DISC, end
+ * of stream, a protocol error or shutdown the reader stops and waits until every in-flight
+ * request has been replied to (spec rule 33).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -19,90 +23,140 @@
 #include "server/sockio.h"
 #include "util/log.h"
 
+#define WRITER_BATCH 64 /* replies per sendmsg at most */
+
 struct conn_req {
   struct backing_op op; /* first: completions find the request from the op */
   struct conn *conn;
   struct nbd_request req;
   void *buf;
+  /* the encoded reply */
+  uint8_t hdr[NBD_ERROR_CHUNK_MAX];
+  size_t hdr_len;
+  bool send_data;      /* a READ's data follows hdr */
+  struct conn_req *next;
 };
 
-static void conn_mark_dead(struct conn *c)
+/* Encodes the reply to r->req with `error` (an NBD error value). Structured replies are
+ * used for READ once negotiated (spec rule 19); other commands get simple replies. */
+static void reply_encode(struct conn_req *r, uint32_t error, const char *message)
 {
-  pthread_mutex_lock(&c->lock);
-  if (!c->send_failed) {
-    c->send_failed = true;
-    shutdown(c->fd, SHUT_RDWR); /* wake the reader */
-  }
-  pthread_mutex_unlock(&c->lock);
-}
+  const struct nbd_request *req = &r->req;
 
-/* Sends the reply to `r` with `error` (an NBD error value) and, for a successful READ, its
- * data. Structured replies are used for READ once negotiated (spec rule 19). */
-static void reply_send(struct conn *c, const struct nbd_request *req, uint32_t error,
-                       void *data, const char *message)
-{
-  uint8_t hdr[NBD_ERROR_CHUNK_MAX];
-  struct iovec iov[2];
-  int n = 1;
-  int rc;
-
-  if (req->type == NBD_CMD_READ && c->structured_replies) {
+  r->send_data = false;
+  if (req->type == NBD_CMD_READ && r->conn->structured_replies) {
     if (error != NBD_SUCCESS) {
-      iov[0].iov_len = nbd_error_chunk_encode(hdr, req->cookie, error, message);
+      r->hdr_len = nbd_error_chunk_encode(r->hdr, req->cookie, error, message);
     } else if (req->length == 0) {
-      nbd_chunk_header_encode(hdr, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_NONE, req->cookie, 0);
-      iov[0].iov_len = NBD_STRUCTURED_REPLY_SIZE;
+      nbd_chunk_header_encode(r->hdr, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_NONE, req->cookie, 0);
+      r->hdr_len = NBD_STRUCTURED_REPLY_SIZE;
     } else {
-      nbd_offset_data_header_encode(hdr, NBD_REPLY_FLAG_DONE, req->cookie, req->offset,
+      nbd_offset_data_header_encode(r->hdr, NBD_REPLY_FLAG_DONE, req->cookie, req->offset,
                                     (uint32_t)req->length);
-      iov[0].iov_len = NBD_OFFSET_DATA_HEADER_SIZE;
-      iov[1].iov_base = data;
-      iov[1].iov_len = (size_t)req->length;
-      n = 2;
+      r->hdr_len = NBD_OFFSET_DATA_HEADER_SIZE;
+      r->send_data = true;
     }
-  } else {
-    nbd_simple_reply_encode(hdr, error, req->cookie);
-    iov[0].iov_len = NBD_SIMPLE_REPLY_SIZE;
-    if (req->type == NBD_CMD_READ && error == NBD_SUCCESS && req->length > 0) {
-      iov[1].iov_base = data;
-      iov[1].iov_len = (size_t)req->length;
-      n = 2;
-    }
+    return;
   }
-  iov[0].iov_base = hdr;
-  pthread_mutex_lock(&c->send_lock);
-  rc = sockio_writev_full(c->fd, iov, n);
-  pthread_mutex_unlock(&c->send_lock);
-  if (rc < 0) {
-    conn_mark_dead(c);
-  }
+  nbd_simple_reply_encode(r->hdr, error, req->cookie);
+  r->hdr_len = NBD_SIMPLE_REPLY_SIZE;
+  r->send_data = req->type == NBD_CMD_READ && error == NBD_SUCCESS && req->length > 0;
 }
 
-static void req_release(struct conn_req *r)
+/* Queues r's encoded reply for the writer. Any thread. */
+static void reply_queue(struct conn_req *r)
 {
   struct conn *c = r->conn;
 
-  free(r->buf);
-  free(r);
+  r->next = NULL;
   pthread_mutex_lock(&c->lock);
-  c->inflight--;
+  if (c->reply_tail != NULL) {
+    c->reply_tail->next = r;
+  } else {
+    c->reply_head = r;
+  }
+  c->reply_tail = r;
   pthread_cond_broadcast(&c->cond);
   pthread_mutex_unlock(&c->lock);
+}
+
+static void req_free(struct conn_req *r)
+{
+  free(r->buf);
+  free(r);
+}
+
+static void *writer_main(void *arg)
+{
+  struct conn *c = arg;
+  struct iovec iov[2 * WRITER_BATCH];
+
+  for (;;) {
+    struct conn_req *batch, *r;
+    unsigned count = 0;
+    int n = 0;
+    bool failed;
+
+    pthread_mutex_lock(&c->lock);
+    while (c->reply_head == NULL && !c->closing) {
+      pthread_cond_wait(&c->cond, &c->lock);
+    }
+    if (c->reply_head == NULL) { /* closing, and every reply went out */
+      pthread_mutex_unlock(&c->lock);
+      return NULL;
+    }
+    batch = c->reply_head;
+    for (r = batch; r->next != NULL && count + 1 < WRITER_BATCH; r = r->next) {
+      count++;
+    }
+    c->reply_head = r->next;
+    if (c->reply_head == NULL) {
+      c->reply_tail = NULL;
+    }
+    r->next = NULL;
+    failed = c->send_failed;
+    pthread_mutex_unlock(&c->lock);
+
+    count = 0;
+    for (r = batch; r != NULL; r = r->next) {
+      iov[n].iov_base = r->hdr;
+      iov[n++].iov_len = r->hdr_len;
+      if (r->send_data) {
+        iov[n].iov_base = r->buf;
+        iov[n++].iov_len = (size_t)r->req.length;
+      }
+      count++;
+    }
+    if (!failed && sockio_writev_full(c->fd, iov, n) < 0) {
+      pthread_mutex_lock(&c->lock);
+      c->send_failed = true;
+      pthread_mutex_unlock(&c->lock);
+      shutdown(c->fd, SHUT_RDWR); /* the peer is gone: wake the reader */
+    }
+    while (batch != NULL) {
+      r = batch->next;
+      req_free(batch);
+      batch = r;
+    }
+    pthread_mutex_lock(&c->lock);
+    c->inflight -= count;
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+  }
 }
 
 static void req_complete(struct backing_op *op, int result)
 {
   struct conn_req *r = (struct conn_req *)op;
-  struct conn *c = r->conn;
   uint32_t error = nbd_error_from_errno(result);
 
   if (result < 0) {
-    log_warn("%s: %s offset %llu length %llu failed: %s", c->peer,
+    log_warn("%s: %s offset %llu length %llu failed: %s", r->conn->peer,
              nbd_command_name(r->req.type), (unsigned long long)r->req.offset,
              (unsigned long long)r->req.length, strerror(-result));
   }
-  reply_send(c, &r->req, error, r->buf, error != NBD_SUCCESS ? strerror(-result) : NULL);
-  req_release(r);
+  reply_encode(r, error, error != NBD_SUCCESS ? strerror(-result) : NULL);
+  reply_queue(r);
 }
 
 static enum backing_op_type op_type_of(uint16_t cmd)
@@ -121,13 +175,35 @@ static enum backing_op_type op_type_of(uint16_t cmd)
   }
 }
 
-static void wait_inflight_below(struct conn *c, unsigned limit)
+/* Waits until fewer than `limit` requests are in flight, then counts one more (when
+ * `take`). */
+static void inflight_wait(struct conn *c, unsigned limit, bool take)
 {
   pthread_mutex_lock(&c->lock);
   while (c->inflight >= limit) {
     pthread_cond_wait(&c->cond, &c->lock);
   }
+  if (take) {
+    c->inflight++;
+  }
   pthread_mutex_unlock(&c->lock);
+}
+
+/* Replies `error` to a request that never reached the backing. */
+static int reply_refuse(struct conn *c, const struct nbd_request *req, uint32_t error,
+                        const char *message)
+{
+  struct conn_req *r = calloc(1, sizeof *r);
+
+  if (r == NULL) {
+    return -ENOMEM;
+  }
+  r->conn = c;
+  r->req = *req;
+  inflight_wait(c, c->server->max_inflight, true);
+  reply_encode(r, error, message);
+  reply_queue(r);
+  return 0;
 }
 
 /* Reads one request and starts it. Returns 0 to continue, 1 on NBD_CMD_DISC, -errno to
@@ -168,10 +244,8 @@ static int request_handle_one(struct conn *c, const struct nbd_export_limits *li
     log_info("%s: %s offset %llu length %llu flags 0x%x refused with NBD error %u", c->peer,
              nbd_command_name(req.type), (unsigned long long)req.offset,
              (unsigned long long)req.length, req.flags, error);
-    reply_send(c, &req, error, NULL, "request refused");
-    return 0;
+    return reply_refuse(c, &req, error, "request refused: invalid for this export");
   }
-  wait_inflight_below(c, c->server->max_inflight);
   needs_buf = (req.type == NBD_CMD_READ || payload > 0) && req.length > 0;
   r = calloc(1, sizeof *r);
   if (r != NULL && needs_buf && posix_memalign(&r->buf, 4096, req.length) != 0) {
@@ -180,14 +254,12 @@ static int request_handle_one(struct conn *c, const struct nbd_export_limits *li
   if (r == NULL || (needs_buf && r->buf == NULL)) {
     free(r);
     rc = payload > 0 ? sockio_discard(c->fd, payload) : 0;
-    reply_send(c, &req, NBD_ENOMEM, NULL, "out of memory");
-    return rc;
+    return rc < 0 ? rc : reply_refuse(c, &req, NBD_ENOMEM, "out of memory");
   }
   if (payload > 0) {
     rc = sockio_read_full(c->fd, r->buf, payload);
     if (rc < 0) {
-      free(r->buf);
-      free(r);
+      req_free(r);
       return rc;
     }
   }
@@ -197,7 +269,6 @@ static int request_handle_one(struct conn *c, const struct nbd_export_limits *li
   r->op.offset = req.offset;
   r->op.length = req.length;
   r->op.buf = r->buf;
-  r->op.flags = 0;
   if ((req.flags & NBD_CMD_FLAG_FUA) && r->op.type != BACKING_OP_READ &&
       r->op.type != BACKING_OP_FLUSH) {
     r->op.flags |= BACKING_FLAG_FUA;
@@ -205,9 +276,7 @@ static int request_handle_one(struct conn *c, const struct nbd_export_limits *li
   if (req.flags & NBD_CMD_FLAG_NO_HOLE) {
     r->op.flags |= BACKING_FLAG_NO_HOLE;
   }
-  pthread_mutex_lock(&c->lock);
-  c->inflight++;
-  pthread_mutex_unlock(&c->lock);
+  inflight_wait(c, c->server->max_inflight, true);
   rc = durability_submit(c->export, &r->op, req_complete);
   if (rc < 0) {
     req_complete(&r->op, rc);
@@ -225,6 +294,11 @@ void conn_transmission_run(struct conn *c)
   };
   int rc;
 
+  rc = -pthread_create(&c->writer, NULL, writer_main, c);
+  if (rc < 0) {
+    log_error("%s: cannot start the reply writer: %s", c->peer, strerror(-rc));
+    return;
+  }
   do {
     rc = request_handle_one(c, &limits);
   } while (rc == 0);
@@ -233,5 +307,10 @@ void conn_transmission_run(struct conn *c)
   } else if (rc < 0 && rc != -ECONNRESET && !atomic_load(&c->server->stopping)) {
     log_info("%s: connection ends: %s", c->peer, strerror(-rc));
   }
-  wait_inflight_below(c, 1);
+  inflight_wait(c, 1, false); /* every request replied to (or dropped if the peer left) */
+  pthread_mutex_lock(&c->lock);
+  c->closing = true;
+  pthread_cond_broadcast(&c->cond);
+  pthread_mutex_unlock(&c->lock);
+  pthread_join(c->writer, NULL);
 }

@@ -1,6 +1,7 @@
 /* conn.h: one client connection: handshake (handshake.c), then transmission (conn.c).
  * A connection's reader thread owns its socket's receive side; completions of its requests
- * run on engine/backing threads and send replies under send_lock. */
+ * run on engine/backing threads and queue their replies; the connection's writer thread
+ * sends them, several per sendmsg. */
 #ifndef DISKGATE_SERVER_CONN_H
 #define DISKGATE_SERVER_CONN_H
 
@@ -19,12 +20,16 @@ struct conn {
   bool structured_replies;
   bool no_zeroes;
   uint16_t transmission_flags;
-  /* in-flight accounting */
+  /* in-flight accounting and the reply queue (conn.c), under lock */
   pthread_mutex_t lock;
   pthread_cond_t cond;
-  unsigned inflight;
+  unsigned inflight;           /* requests read and not yet replied to */
   bool send_failed;            /* a reply could not be sent: stop reading */
-  pthread_mutex_t send_lock;   /* one reply on the wire at a time */
+  bool closing;                /* the reader is done: the writer exits once drained */
+  struct conn_req *reply_head; /* replies ready to send, in completion order */
+  struct conn_req *reply_tail;
+  pthread_t writer;            /* sends replies, so a client that does not read its
+                                  replies blocks only its own connection */
   /* server list */
   struct conn *prev, *next;
 };

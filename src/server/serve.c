@@ -346,6 +346,15 @@ int serve_main(int argc, char **argv)
   }
   status = open_export(&cfg, engine, &e);
   if (status == 0) {
+    log_info("serving %s as export '%s': %llu bytes, sync %s, cache %s, engine %s, %u threads%s",
+             cfg.path, e->name, (unsigned long long)e->backing->geo.size,
+             sync_mode_name(cfg.opts.sync), cache_mode_name(cfg.opts.cache),
+             engine_kind_name(cfg.engine), cfg.threads, cfg.opts.read_only ? ", read-only" : "");
+    if (cfg.opts.sync == SYNC_NONE && !cfg.opts.read_only) {
+      log_warn("export '%s' is UNSAFE (--sync none): FLUSH and FUA are acknowledged without "
+               "syncing; acknowledged writes may be lost if the host crashes or loses power",
+               e->name);
+    }
     status = open_listeners(&cfg, ls, &nls);
   }
   if (status != 0) {
@@ -367,15 +376,6 @@ int serve_main(int argc, char **argv)
   }
   server.exports[0] = e;
   server.nexports = 1;
-  log_info("serving %s as export '%s': %llu bytes, sync %s, cache %s, engine %s, %u threads%s",
-           cfg.path, e->name, (unsigned long long)e->backing->geo.size,
-           sync_mode_name(cfg.opts.sync), cache_mode_name(cfg.opts.cache),
-           engine_kind_name(cfg.engine), cfg.threads, cfg.opts.read_only ? ", read-only" : "");
-  if (cfg.opts.sync == SYNC_NONE && !cfg.opts.read_only) {
-    log_warn("export '%s' is UNSAFE (--sync none): FLUSH and FUA are acknowledged without "
-             "syncing; acknowledged writes may be lost if the host crashes or loses power",
-             e->name);
-  }
   if (cfg.pid_file != NULL && (rc = write_pid_file(cfg.pid_file)) < 0) {
     log_warn("cannot write the pid file %s: %s", cfg.pid_file, strerror(-rc));
   }

@@ -75,7 +75,6 @@ static void *conn_main(void *arg)
   pthread_mutex_unlock(&s->lock);
   pthread_mutex_destroy(&c->lock);
   pthread_cond_destroy(&c->cond);
-  pthread_mutex_destroy(&c->send_lock);
   free(c);
   return NULL;
 }
@@ -105,7 +104,6 @@ int server_conn_start(struct server *s, int fd, const char *peer)
   snprintf(c->peer, sizeof c->peer, "%s", peer);
   pthread_mutex_init(&c->lock, NULL);
   pthread_cond_init(&c->cond, NULL);
-  pthread_mutex_init(&c->send_lock, NULL);
   set_recv_timeout(fd, s->handshake_timeout_s);
 
   pthread_mutex_lock(&s->lock);

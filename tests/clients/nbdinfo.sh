@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# nbdinfo against diskgate over TCP and a Unix socket: exact size, every --can flag the
+# server advertises, and --is read-only for a read-only export.
+. "$SRCDIR/tests/lib.sh"
+
+truncate -s 100M "$T/disk.img"
+dg_start "$T/disk.img" --export vm1
+for uri in "$DG_TCP" "$DG_UNIX"; do
+  assert_eq "$(nbdinfo --size "$uri")" 104857600 "size over $uri"
+  for cap in flush fua trim zero multi-conn; do
+    nbdinfo --can "$cap" "$uri" || fail "nbdinfo --can $cap: not advertised over $uri"
+  done
+  if nbdinfo --is read-only "$uri"; then fail "writable export reported read-only"; fi
+  # The export is found by name only: a wrong name is refused.
+  if nbdinfo "${uri/vm1/nosuch}" >/dev/null 2>&1; then fail "unknown export accepted"; fi
+done
+nbdinfo --list "$DG_TCP" | grep -q 'export="vm1"' || fail "nbdinfo --list does not show vm1"
+dg_stop
+
+dg_start --read-only "$T/disk.img"
+for uri in "$DG_TCP" "$DG_UNIX"; do
+  nbdinfo --is read-only "$uri" || fail "read-only export not reported read-only over $uri"
+  for cap in trim zero fua; do
+    if nbdinfo --can "$cap" "$uri"; then fail "read-only export advertises $cap"; fi
+  done
+done
+dg_stop
+pass "nbdinfo"
