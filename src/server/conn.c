@@ -30,6 +30,8 @@ struct conn_req {
   struct conn *conn;
   struct nbd_request req;
   void *buf;
+  bool fenced;                /* fence_entry is registered with the export */
+  struct fence_entry fence_entry;
   /* the encoded reply */
   uint8_t hdr[NBD_ERROR_CHUNK_MAX];
   size_t hdr_len;
@@ -150,6 +152,10 @@ static void req_complete(struct backing_op *op, int result)
   struct conn_req *r = (struct conn_req *)op;
   uint32_t error = nbd_error_from_errno(result);
 
+  if (r->fenced) {
+    fence_end(&r->conn->export->fence, &r->fence_entry);
+    r->fenced = false;
+  }
   if (result < 0) {
     log_warn("%s: %s offset %llu length %llu failed: %s", r->conn->peer,
              nbd_command_name(r->req.type), (unsigned long long)r->req.offset,
@@ -277,6 +283,10 @@ static int request_handle_one(struct conn *c, const struct nbd_export_limits *li
     r->op.flags |= BACKING_FLAG_NO_HOLE;
   }
   inflight_wait(c, c->server->max_inflight, true);
+  if (r->op.type != BACKING_OP_READ && r->op.type != BACKING_OP_FLUSH && req.length > 0) {
+    fence_begin(&c->export->fence, &r->fence_entry, c, req.offset, req.length);
+    r->fenced = true;
+  }
   rc = durability_submit(c->export, &r->op, req_complete);
   if (rc < 0) {
     req_complete(&r->op, rc);

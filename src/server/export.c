@@ -45,6 +45,7 @@ int export_create(const char *name, struct backing *backing, bool read_only,
   }
   e->max_payload = DG_MAX_PAYLOAD;
   atomic_init(&e->sync_failed, false);
+  fence_init(&e->fence);
   if (!nbd_block_size_valid(e->min_block, e->preferred_block, e->max_payload)) {
     e->min_block = 1;
     e->preferred_block = 4096;
@@ -87,6 +88,7 @@ void export_destroy(struct export *e)
     return;
   }
   backing_close(e->backing);
+  fence_destroy(&e->fence);
   free(e->name);
   free(e->description);
   free(e);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "backing/backing.h"
+#include "server/fence.h"
 
 struct export {
   char *name;              /* NBD export name (a key, never a path: case C18) */
@@ -22,6 +23,7 @@ struct export {
   uint32_t preferred_block;/* bytes */
   uint32_t max_payload;    /* bytes: advertised and enforced for READ/WRITE */
   atomic_bool sync_failed; /* a sync failed: later FLUSHes fail (server/durability.c) */
+  struct fence fence;      /* orders overlapping writes across connections (case C12) */
 };
 
 /* Makes an export over an open backing (ownership passes to the export).

@@ -1,0 +1,73 @@
+/* fence.c: see fence.h. A list under one mutex: entries are few (in-flight writes), and the
+ * common case, one connection, never waits. */
+#include "server/fence.h"
+
+#include <assert.h>
+#include <stdbool.h>
+
+void fence_init(struct fence *f)
+{
+  pthread_mutex_init(&f->lock, NULL);
+  pthread_cond_init(&f->cond, NULL);
+  f->head = NULL;
+  f->next_seq = 0;
+}
+
+void fence_destroy(struct fence *f)
+{
+  assert(f->head == NULL);
+  pthread_mutex_destroy(&f->lock);
+  pthread_cond_destroy(&f->cond);
+}
+
+static bool overlaps(const struct fence_entry *e, uint64_t offset, uint64_t length)
+{
+  /* [a, a+la) and [b, b+lb) overlap iff a < b+lb and b < a+la; lengths are > 0 and the
+   * ranges were bounds-checked against the export size, so the sums do not overflow. */
+  return e->offset < offset + length && offset < e->offset + e->length;
+}
+
+static bool blocked(const struct fence *f, const void *owner, uint64_t offset, uint64_t length)
+{
+  for (const struct fence_entry *e = f->head; e != NULL; e = e->next) {
+    if (e->owner != owner && overlaps(e, offset, length)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void fence_begin(struct fence *f, struct fence_entry *entry, const void *owner,
+                 uint64_t offset, uint64_t length)
+{
+  entry->offset = offset;
+  entry->length = length;
+  entry->owner = owner;
+  pthread_mutex_lock(&f->lock);
+  while (blocked(f, owner, offset, length)) {
+    pthread_cond_wait(&f->cond, &f->lock);
+  }
+  entry->seq = f->next_seq++;
+  entry->prev = NULL;
+  entry->next = f->head;
+  if (f->head != NULL) {
+    f->head->prev = entry;
+  }
+  f->head = entry;
+  pthread_mutex_unlock(&f->lock);
+}
+
+void fence_end(struct fence *f, struct fence_entry *entry)
+{
+  pthread_mutex_lock(&f->lock);
+  if (entry->prev != NULL) {
+    entry->prev->next = entry->next;
+  } else {
+    f->head = entry->next;
+  }
+  if (entry->next != NULL) {
+    entry->next->prev = entry->prev;
+  }
+  pthread_cond_broadcast(&f->cond);
+  pthread_mutex_unlock(&f->lock);
+}
