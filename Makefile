@@ -11,7 +11,7 @@ all: deps
 	ninja -C $(BUILD)
 
 deps:
-	@scripts/deps.sh test
+	@scripts/deps.sh all
 
 demo: all
 	scripts/demo.sh $(BUILD)/diskgate

@@ -21,11 +21,24 @@ enum backing_op_type {
   BACKING_OP_FLUSH,        /* make every completed write durable, per the sync mode */
   BACKING_OP_TRIM,         /* discard: the range may read back as anything afterwards */
   BACKING_OP_WRITE_ZEROES, /* the range reads back as zero */
+  BACKING_OP_BLOCK_STATUS, /* fill op->buf with struct backing_extent (allocation map) */
+  BACKING_OP_CACHE,        /* prefetch the range (a hint: success does not promise speed) */
 };
+
+/* One extent of the allocation map, for BACKING_OP_BLOCK_STATUS. The flag values are
+ * base:allocation's NBD_STATE_HOLE and NBD_STATE_ZERO. */
+struct backing_extent {
+  uint64_t length; /* bytes, > 0 */
+  uint32_t flags;  /* BACKING_EXTENT_* */
+};
+#define BACKING_EXTENT_HOLE (1u << 0) /* not allocated */
+#define BACKING_EXTENT_ZERO (1u << 1) /* reads as zeroes */
 
 /* op->flags */
 #define BACKING_FLAG_FUA     (1u << 0) /* WRITE/WRITE_ZEROES: durable before done() */
 #define BACKING_FLAG_NO_HOLE (1u << 1) /* WRITE_ZEROES: keep the range allocated */
+#define BACKING_FLAG_FAST_ZERO (1u << 2) /* WRITE_ZEROES: fail with -ENOTSUP, changing
+                                            nothing, unless zeroing is faster than writing */
 
 /* How FLUSH and FUA reach stable storage (the export's --sync). */
 enum sync_mode {
@@ -58,6 +71,9 @@ struct backing_geometry {
   bool can_zero;      /* WRITE_ZEROES supported natively or by the backing's own fallback */
   bool can_fua;       /* FUA done natively; else the server writes then flushes */
   bool can_multi_conn;/* a FLUSH through one connection covers writes of all of them */
+  bool can_extents;   /* BLOCK_STATUS supported; else the server reports all data */
+  bool can_cache;     /* CACHE supported; else the server acknowledges it as a no-op */
+  bool can_fast_zero; /* FAST_ZERO honoured */
 };
 
 struct backing_op {
@@ -65,7 +81,11 @@ struct backing_op {
   uint32_t flags;     /* BACKING_FLAG_* */
   uint64_t offset;    /* bytes */
   uint64_t length;    /* bytes; READ/WRITE at most DG_MAX_PAYLOAD */
-  void *buf;          /* READ: filled; WRITE: source. Aligned to 4096 bytes. */
+  void *buf;          /* READ: filled; WRITE: source. Aligned to 4096 bytes.
+                         BLOCK_STATUS: room for extent_max struct backing_extent. */
+  uint32_t extent_max;   /* BLOCK_STATUS: entries buf holds (>= 1) */
+  uint32_t extent_count; /* BLOCK_STATUS: entries filled (>= 1 on success); extents are
+                            consecutive from offset and end at or before offset+length */
   /* result: 0, or -errno (EIO, ENOSPC, EPERM, EINVAL, ENOTSUP, ...). Never a short count. */
   void (*done)(struct backing_op *op, int result);
   void *opaque;       /* the caller's */

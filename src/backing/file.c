@@ -154,6 +154,9 @@ static int probe_geometry(struct file_backing *fb, const struct stat *st)
   geo->can_zero = true;
   geo->can_fua = true;
   geo->can_multi_conn = true; /* one fd, one page cache: a sync covers all connections */
+  geo->can_extents = fb->is_regular; /* SEEK_DATA/SEEK_HOLE; devices report all data */
+  geo->can_cache = true;
+  geo->can_fast_zero = true;
   return rc;
 }
 

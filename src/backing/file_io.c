@@ -196,14 +196,27 @@ static bool not_supported(int err)
   return err == EOPNOTSUPP || err == ENOTTY || err == ENOSYS || err == EINVAL;
 }
 
-/* Zeroes or discards the block-aligned middle of a block device's range. */
+/* Zeroes or discards the block-aligned middle of a block device's range. `fast`: only
+ * what the device does without writing zeroes (fallocate on a block device never falls
+ * back to writing), else -ENOTSUP. */
 static int block_range_call(struct file_backing *fb, uint64_t off, uint64_t len, bool discard,
-                            bool no_hole)
+                            bool no_hole, bool fast)
 {
   uint64_t range[2] = {off, len};
 
   if (len == 0) {
     return 0;
+  }
+  if (fast) {
+    if (!no_hole && fallocate(fb->fd_buffered, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                              (off_t)off, (off_t)len) == 0) {
+      return 0;
+    }
+    if (fallocate(fb->fd_buffered, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, (off_t)off,
+                  (off_t)len) == 0) {
+      return 0;
+    }
+    return not_supported(errno) ? -ENOTSUP : -errno;
   }
   if (discard) {
     if (ioctl(fb->fd_buffered, BLKDISCARD, range) < 0 && !not_supported(errno)) {
@@ -250,20 +263,25 @@ static ssize_t trim_zero_call(void *arg)
   struct file_backing *fb = (struct file_backing *)op->owner;
   bool discard = op->type == BACKING_OP_TRIM;
   bool no_hole = (op->flags & BACKING_FLAG_NO_HOLE) != 0;
+  bool fast = (op->flags & BACKING_FLAG_FAST_ZERO) != 0;
   uint64_t off = op->offset, len = op->length;
   int rc = 0;
 
   if (fb->is_block) {
     uint64_t lbs = fb->base.geo.logical_block_size;
     uint64_t a = bytes_align_up(off, lbs), b = bytes_align_down(off + len, lbs);
-    if (a >= b) { /* within one block */
+    if (a >= b) { /* within one block: a small RMW is as fast as zeroing can be */
       rc = discard ? 0 : block_edge_zero(fb, off, len);
     } else {
-      if (!discard && a > off) {
+      if (fast && !discard) {
+        /* Check the fast path first, so a refusal changes nothing. */
+        rc = block_range_call(fb, a, b - a, false, no_hole, true);
+      }
+      if (rc == 0 && !discard && a > off) {
         rc = block_edge_zero(fb, off, a - off);
       }
-      if (rc == 0) {
-        rc = block_range_call(fb, a, b - a, discard, no_hole);
+      if (rc == 0 && !(fast && !discard)) {
+        rc = block_range_call(fb, a, b - a, discard, no_hole, false);
       }
       if (rc == 0 && !discard && b < off + len) {
         rc = block_edge_zero(fb, b, off + len - b);
@@ -283,12 +301,61 @@ static ssize_t trim_zero_call(void *arg)
                  fallocate(fb->fd_buffered, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
                            (off_t)off, (off_t)len) == 0) {
         rc = 0;
+      } else if (fast) {
+        rc = -ENOTSUP; /* only plain writes are left: not fast, and nothing was changed */
       } else {
         rc = write_zeroes_plain(fb, off, len);
       }
     }
   }
   return rc < 0 ? rc : sync_for_fua(fb, op);
+}
+
+/* The allocation map of [offset, offset+length) from SEEK_DATA/SEEK_HOLE: holes read as
+ * zeroes (HOLE|ZERO), data is reported as allocated with unknown contents. */
+static ssize_t extents_call(void *arg)
+{
+  struct backing_op *op = arg;
+  struct file_backing *fb = (struct file_backing *)op->owner;
+  struct backing_extent *ex = op->buf;
+  uint64_t off = op->offset, end = op->offset + op->length;
+  uint32_t n = 0;
+
+  while (off < end && n < op->extent_max) {
+    off_t data = lseek(fb->fd_buffered, (off_t)off, SEEK_DATA);
+    uint64_t stop;
+    if (data < 0 && errno != ENXIO) {
+      break; /* no map here: what is reported so far stands, the rest is data */
+    }
+    if (data < 0 || (uint64_t)data > off) { /* a hole, up to the data or the end */
+      stop = data < 0 || (uint64_t)data > end ? end : (uint64_t)data;
+      ex[n++] = (struct backing_extent){stop - off, BACKING_EXTENT_HOLE | BACKING_EXTENT_ZERO};
+      off = stop;
+      continue;
+    }
+    off_t hole = lseek(fb->fd_buffered, (off_t)off, SEEK_HOLE);
+    stop = hole < 0 || (uint64_t)hole > end || (uint64_t)hole <= off ? end : (uint64_t)hole;
+    ex[n++] = (struct backing_extent){stop - off, 0};
+    off = stop;
+  }
+  if (n == 0) {
+    ex[n++] = (struct backing_extent){end - op->offset, 0};
+  }
+  op->extent_count = n;
+  return 0;
+}
+
+static ssize_t cache_call(void *arg)
+{
+  struct backing_op *op = arg;
+  struct file_backing *fb = (struct file_backing *)op->owner;
+
+  if (fb->base.opts.cache == CACHE_WRITEBACK) {
+    int rc = posix_fadvise(fb->fd_buffered, (off_t)op->offset, (off_t)op->length,
+                           POSIX_FADV_WILLNEED);
+    (void)rc; /* a hint: failing to prefetch is not an error (spec: NBD_CMD_CACHE) */
+  }
+  return 0;
 }
 
 /* ---- completions ---- */
@@ -349,7 +416,8 @@ int file_io_submit(struct backing *b, struct backing_op *op)
 {
   struct file_backing *fb = (struct file_backing *)b;
   struct engine_req *req = &op->ereq;
-  bool write = op->type != BACKING_OP_READ && op->type != BACKING_OP_FLUSH;
+  bool write = op->type == BACKING_OP_WRITE || op->type == BACKING_OP_TRIM ||
+               op->type == BACKING_OP_WRITE_ZEROES;
   int rc;
 
   if (write && fb->base.opts.read_only) {
@@ -391,6 +459,16 @@ int file_io_submit(struct backing *b, struct backing_op *op)
       return 0;
     }
     req->opcode = fb->base.opts.sync == SYNC_FSYNC ? ENGINE_FSYNC : ENGINE_FDATASYNC;
+    req->complete = call_complete;
+    break;
+  case BACKING_OP_BLOCK_STATUS:
+  case BACKING_OP_CACHE:
+    if (op->length == 0 || (op->type == BACKING_OP_BLOCK_STATUS && op->extent_max == 0)) {
+      return -EINVAL;
+    }
+    req->opcode = ENGINE_CALL;
+    req->call = op->type == BACKING_OP_CACHE ? cache_call : extents_call;
+    req->arg = op;
     req->complete = call_complete;
     break;
   case BACKING_OP_TRIM:

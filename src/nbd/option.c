@@ -159,3 +159,59 @@ bool nbd_block_size_valid(uint32_t minimum, uint32_t preferred, uint32_t maximum
   return bytes_is_power_of_two(minimum) && minimum <= 65536 &&
          bytes_is_power_of_two(preferred) && preferred >= floor && maximum >= preferred;
 }
+
+int nbd_meta_request_decode(const uint8_t *payload, uint32_t length,
+                            struct nbd_meta_request *out)
+{
+  uint32_t pos;
+
+  memset(out, 0, sizeof *out);
+  if (length < 8) {
+    return -EINVAL;
+  }
+  out->name_length = bytes_get_be32(payload);
+  if (out->name_length > length - 8 || name_check(payload + 4, out->name_length) < 0) {
+    return -EINVAL;
+  }
+  out->name = payload + 4;
+  pos = 4 + out->name_length;
+  out->query_count = bytes_get_be32(payload + pos);
+  pos += 4;
+  out->queries = payload + pos;
+  out->queries_length = length - pos;
+  for (uint32_t i = 0; i < out->query_count; i++) {
+    uint32_t qlen;
+    if (length - pos < 4) {
+      return -EINVAL;
+    }
+    qlen = bytes_get_be32(payload + pos);
+    pos += 4;
+    if (qlen > length - pos || name_check(payload + pos, qlen) < 0) {
+      return -EINVAL;
+    }
+    pos += qlen;
+  }
+  return pos == length ? 0 : -EINVAL;
+}
+
+int nbd_meta_query_next(const struct nbd_meta_request *m, uint32_t *pos,
+                        const uint8_t **query, uint32_t *query_length)
+{
+  if (*pos + 4 > m->queries_length) {
+    return 0;
+  }
+  *query_length = bytes_get_be32(m->queries + *pos);
+  *query = m->queries + *pos + 4;
+  *pos += 4 + *query_length;
+  return 1;
+}
+
+size_t nbd_rep_meta_context_encode(uint8_t *out, uint32_t context_id, const char *name)
+{
+  size_t len = strlen(name);
+
+  assert(len <= NBD_MAX_STRING);
+  bytes_put_be32(out, context_id);
+  memcpy(out + 4, name, len);
+  return 4 + len;
+}

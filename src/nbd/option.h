@@ -39,7 +39,7 @@ int nbd_option_header_decode(const uint8_t in[NBD_OPTION_HEADER_SIZE],
 void nbd_option_reply_encode(uint8_t out[NBD_OPTION_REPLY_SIZE], uint32_t option,
                              uint32_t type, uint32_t length);
 
-/* A decoded NBD_OPT_INFO / NBD_OPT_GO payload. `name` points into the payload (it is not
+/* A decoded NBD_OPT_INFO or NBD_OPT_GO payload. `name` points into the payload (it is not
  * NUL-terminated). Info types beyond NBD_INFO_MAX_REQUESTS are still validated but only the
  * known ones are remembered as booleans. */
 struct nbd_info_request {
@@ -61,6 +61,32 @@ int nbd_info_request_decode(const uint8_t *payload, uint32_t length,
 /* Validates an NBD_OPT_EXPORT_NAME payload (the whole payload is the name).
  * Returns 0, -EINVAL (a NUL byte) or -ENAMETOOLONG (over NBD_MAX_STRING). */
 int nbd_export_name_check(const uint8_t *payload, uint32_t length);
+
+/* A decoded NBD_OPT_LIST_META_CONTEXT or NBD_OPT_SET_META_CONTEXT payload: export name,
+ * then `query_count` queries (32-bit length, string), all within the payload. Pointers
+ * point into the payload. */
+struct nbd_meta_request {
+  const uint8_t *name;
+  uint32_t name_length;
+  uint32_t query_count;
+  const uint8_t *queries;   /* the first query's length field */
+  uint32_t queries_length;  /* bytes from `queries` to the end of the payload */
+};
+
+/* Decodes and checks the whole payload: every length consistent with `length`, no byte
+ * left over, names and queries free of NUL and at most NBD_MAX_STRING bytes.
+ * Returns 0 or -EINVAL (reply NBD_REP_ERR_INVALID: spec rule 14). */
+int nbd_meta_request_decode(const uint8_t *payload, uint32_t length,
+                            struct nbd_meta_request *out);
+
+/* Iterates over the queries of a decoded request: *pos starts at 0. Returns 1 with the
+ * next query in *query and *query_length, or 0 at the end. */
+int nbd_meta_query_next(const struct nbd_meta_request *m, uint32_t *pos,
+                        const uint8_t **query, uint32_t *query_length);
+
+/* NBD_REP_META_CONTEXT payload: 32-bit context id, then the name. `out` must hold
+ * 4 + strlen(name) bytes. Returns the bytes written. */
+size_t nbd_rep_meta_context_encode(uint8_t *out, uint32_t context_id, const char *name);
 
 /* NBD_REP_INFO payloads. Return the bytes written. */
 size_t nbd_info_export_encode(uint8_t out[12], uint64_t size, uint16_t transmission_flags);

@@ -119,10 +119,17 @@
 #define NBD_ENOTSUP     95u
 #define NBD_ESHUTDOWN   108u
 
+/* base:allocation status flags ("`base:allocation` metadata context"). */
+#define NBD_STATE_HOLE  (1u << 0)
+#define NBD_STATE_ZERO  (1u << 1)
+#define NBD_META_BASE_ALLOCATION "base:allocation"
+
 /* Sizes fixed by the spec (bytes). */
 #define NBD_OPTION_HEADER_SIZE   16u  /* IHAVEOPT, option, length */
 #define NBD_OPTION_REPLY_SIZE    20u  /* magic, option, type, length */
 #define NBD_REQUEST_SIZE         28u
+#define NBD_EXTENDED_REQUEST_SIZE 32u /* extension-ext-header */
+#define NBD_EXTENDED_REPLY_SIZE  32u
 #define NBD_SIMPLE_REPLY_SIZE    16u
 #define NBD_STRUCTURED_REPLY_SIZE 20u
 #define NBD_MAX_STRING           4096u /* names and messages */

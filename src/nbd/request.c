@@ -21,6 +21,31 @@ int nbd_request_decode(const uint8_t in[NBD_REQUEST_SIZE], struct nbd_request *o
   return 0;
 }
 
+int nbd_request_decode_extended(const uint8_t in[NBD_EXTENDED_REQUEST_SIZE],
+                                struct nbd_request *out)
+{
+  if (bytes_get_be32(in) != NBD_EXTENDED_REQUEST_MAGIC) {
+    return -EPROTO;
+  }
+  out->flags = bytes_get_be16(in + 4);
+  out->type = bytes_get_be16(in + 6);
+  out->cookie = bytes_get_be64(in + 8);
+  out->offset = bytes_get_be64(in + 16);
+  out->length = bytes_get_be64(in + 24);
+  return 0;
+}
+
+void nbd_request_encode_extended(uint8_t out[NBD_EXTENDED_REQUEST_SIZE],
+                                 const struct nbd_request *req)
+{
+  bytes_put_be32(out, NBD_EXTENDED_REQUEST_MAGIC);
+  bytes_put_be16(out + 4, req->flags);
+  bytes_put_be16(out + 6, req->type);
+  bytes_put_be64(out + 8, req->cookie);
+  bytes_put_be64(out + 16, req->offset);
+  bytes_put_be64(out + 24, req->length);
+}
+
 void nbd_request_encode(uint8_t out[NBD_REQUEST_SIZE], const struct nbd_request *req)
 {
   assert(req->length <= UINT32_MAX);
@@ -32,8 +57,11 @@ void nbd_request_encode(uint8_t out[NBD_REQUEST_SIZE], const struct nbd_request 
   bytes_put_be32(out + 24, (uint32_t)req->length);
 }
 
-uint64_t nbd_request_payload_length(const struct nbd_request *req)
+uint64_t nbd_request_payload_length(const struct nbd_request *req, bool extended_headers)
 {
+  if (extended_headers) {
+    return (req->flags & NBD_CMD_FLAG_PAYLOAD_LEN) ? req->length : 0;
+  }
   return req->type == NBD_CMD_WRITE ? req->length : 0;
 }
 
@@ -52,6 +80,14 @@ static uint16_t allowed_flags(uint16_t type, const struct nbd_export_limits *lim
       allowed |= NBD_CMD_FLAG_DF;
     }
     break;
+  case NBD_CMD_WRITE:
+    if (limits->extended_headers) {
+      allowed |= NBD_CMD_FLAG_PAYLOAD_LEN;
+    }
+    break;
+  case NBD_CMD_BLOCK_STATUS:
+    allowed |= NBD_CMD_FLAG_REQ_ONE;
+    break;
   case NBD_CMD_WRITE_ZEROES:
     allowed |= NBD_CMD_FLAG_NO_HOLE;
     if (tx & NBD_FLAG_SEND_FAST_ZERO) {
@@ -64,8 +100,10 @@ static uint16_t allowed_flags(uint16_t type, const struct nbd_export_limits *lim
   return allowed;
 }
 
-static bool command_supported(uint16_t type, uint16_t tx)
+static bool command_supported(uint16_t type, const struct nbd_export_limits *limits)
 {
+  uint16_t tx = limits->transmission_flags;
+
   switch (type) {
   case NBD_CMD_READ:
   case NBD_CMD_WRITE:
@@ -77,6 +115,10 @@ static bool command_supported(uint16_t type, uint16_t tx)
     return (tx & NBD_FLAG_SEND_TRIM) != 0 || (tx & NBD_FLAG_READ_ONLY) != 0;
   case NBD_CMD_WRITE_ZEROES:
     return (tx & NBD_FLAG_SEND_WRITE_ZEROES) != 0 || (tx & NBD_FLAG_READ_ONLY) != 0;
+  case NBD_CMD_CACHE:
+    return (tx & NBD_FLAG_SEND_CACHE) != 0;
+  case NBD_CMD_BLOCK_STATUS:
+    return limits->meta_context && limits->structured_replies;
   default:
     return false;
   }
@@ -91,11 +133,18 @@ uint32_t nbd_request_validate(const struct nbd_request *req,
   if (req->type == NBD_CMD_DISC) {
     return NBD_SUCCESS;
   }
-  if (!command_supported(req->type, tx)) {
+  if (!command_supported(req->type, limits)) {
     return NBD_EINVAL;
   }
   if ((req->flags & ~allowed_flags(req->type, limits)) != 0) {
     return NBD_EINVAL;
+  }
+  if (limits->extended_headers && req->type == NBD_CMD_WRITE &&
+      !(req->flags & NBD_CMD_FLAG_PAYLOAD_LEN)) {
+    return NBD_EINVAL; /* extended headers: WRITE MUST carry PAYLOAD_LEN */
+  }
+  if (!limits->extended_headers && req->length > UINT32_MAX) {
+    return NBD_EINVAL; /* cannot happen from the 32-bit wire field */
   }
   switch (req->type) {
   case NBD_CMD_READ:
@@ -123,6 +172,10 @@ uint32_t nbd_request_validate(const struct nbd_request *req,
       return NBD_EPERM;
     }
     return in_range ? NBD_SUCCESS : NBD_ENOSPC;
+  case NBD_CMD_CACHE:
+    return in_range ? NBD_SUCCESS : NBD_EINVAL;
+  case NBD_CMD_BLOCK_STATUS:
+    return (in_range && req->length > 0) ? NBD_SUCCESS : NBD_EINVAL;
   default:
     return NBD_EINVAL;
   }
@@ -144,6 +197,30 @@ void nbd_chunk_header_encode(uint8_t out[NBD_STRUCTURED_REPLY_SIZE], uint16_t fl
   bytes_put_be16(out + 6, type);
   bytes_put_be64(out + 8, cookie);
   bytes_put_be32(out + 16, length);
+}
+
+void nbd_ext_reply_header_encode(uint8_t out[NBD_EXTENDED_REPLY_SIZE], uint16_t flags,
+                                 uint16_t type, uint64_t cookie, uint64_t offset,
+                                 uint64_t length)
+{
+  bytes_put_be32(out, NBD_EXTENDED_REPLY_MAGIC);
+  bytes_put_be16(out + 4, flags);
+  bytes_put_be16(out + 6, type);
+  bytes_put_be64(out + 8, cookie);
+  bytes_put_be64(out + 16, offset);
+  bytes_put_be64(out + 24, length);
+}
+
+size_t nbd_reply_header_encode(uint8_t *out, bool extended, uint16_t flags, uint16_t type,
+                               uint64_t cookie, uint64_t offset, uint64_t length)
+{
+  if (extended) {
+    nbd_ext_reply_header_encode(out, flags, type, cookie, offset, length);
+    return NBD_EXTENDED_REPLY_SIZE;
+  }
+  assert(length <= UINT32_MAX);
+  nbd_chunk_header_encode(out, flags, type, cookie, (uint32_t)length);
+  return NBD_STRUCTURED_REPLY_SIZE;
 }
 
 void nbd_offset_data_header_encode(uint8_t out[NBD_OFFSET_DATA_HEADER_SIZE], uint16_t flags,
@@ -171,6 +248,65 @@ size_t nbd_error_chunk_encode(uint8_t *out, uint64_t cookie, uint32_t error,
     memcpy(out + NBD_STRUCTURED_REPLY_SIZE + 6, message, msg_length);
   }
   return NBD_STRUCTURED_REPLY_SIZE + 6 + msg_length;
+}
+
+size_t nbd_error_reply_encode(uint8_t *out, bool extended, uint64_t cookie, uint64_t offset,
+                              uint32_t error, const char *message)
+{
+  size_t n;
+
+  if (!extended) {
+    return nbd_error_chunk_encode(out, cookie, error, message);
+  }
+  /* Same payload as the structured form, behind a 32-byte header. */
+  n = nbd_error_chunk_encode(out + NBD_EXTENDED_REPLY_SIZE - NBD_STRUCTURED_REPLY_SIZE, cookie,
+                             error, message);
+  n -= NBD_STRUCTURED_REPLY_SIZE;
+  nbd_ext_reply_header_encode(out, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR, cookie, offset, n);
+  return NBD_EXTENDED_REPLY_SIZE + n;
+}
+
+size_t nbd_block_status_encode(uint8_t *hdr, bool extended, uint64_t cookie, uint64_t offset,
+                               uint32_t context_id, struct nbd_extent *extents,
+                               uint32_t count, size_t *payload_bytes)
+{
+  uint8_t *wire = (uint8_t *)extents;
+  size_t n;
+
+  assert(count > 0);
+  for (uint32_t i = 0; i < count; i++) {
+    /* Read entry i before writing its wire form: the wire form of entry i starts at or
+     * before the struct of entry i and ends before the struct of entry i + 1. */
+    uint64_t length = extents[i].length;
+    uint32_t flags = extents[i].flags;
+    assert(length > 0);
+    if (extended) {
+      bytes_put_be64(wire + 16 * (size_t)i, length);
+      bytes_put_be64(wire + 16 * (size_t)i + 8, flags);
+    } else if (length > UINT32_MAX - 4095) {
+      /* Too long for a 32-bit descriptor: report a shorter extent and end the chunk there
+       * (later descriptors would no longer be consecutive). */
+      bytes_put_be32(wire + 8 * (size_t)i, UINT32_MAX - 4095);
+      bytes_put_be32(wire + 8 * (size_t)i + 4, flags);
+      count = i + 1;
+      break;
+    } else {
+      bytes_put_be32(wire + 8 * (size_t)i, (uint32_t)length);
+      bytes_put_be32(wire + 8 * (size_t)i + 4, flags);
+    }
+  }
+  *payload_bytes = (size_t)count * (extended ? 16 : 8);
+  if (extended) {
+    n = nbd_reply_header_encode(hdr, true, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_BLOCK_STATUS_EXT,
+                                cookie, offset, 8 + *payload_bytes);
+    bytes_put_be32(hdr + n, context_id);
+    bytes_put_be32(hdr + n + 4, count);
+    return n + 8;
+  }
+  n = nbd_reply_header_encode(hdr, false, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_BLOCK_STATUS,
+                              cookie, offset, 4 + *payload_bytes);
+  bytes_put_be32(hdr + n, context_id);
+  return n + 4;
 }
 
 uint32_t nbd_error_from_errno(int err)

@@ -27,25 +27,40 @@ struct nbd_export_limits {
   uint64_t size;            /* export size, bytes */
   uint16_t transmission_flags;
   uint32_t max_payload;     /* bytes, for READ and WRITE */
-  bool structured_replies;  /* NBD_OPT_STRUCTURED_REPLY was acknowledged */
+  bool structured_replies;  /* NBD_OPT_STRUCTURED_REPLY (or extended headers) acknowledged */
+  bool extended_headers;    /* NBD_OPT_EXTENDED_HEADERS acknowledged */
+  bool meta_context;        /* at least one metadata context selected (BLOCK_STATUS) */
 };
 
 /* Decodes a 28-byte request header. Returns 0, or -EPROTO when the magic is wrong (the
  * stream cannot be trusted: the connection must be closed). */
 int nbd_request_decode(const uint8_t in[NBD_REQUEST_SIZE], struct nbd_request *out);
 
+/* Decodes a 32-byte extended request header (extension-ext-header: 64-bit length).
+ * Returns 0 or -EPROTO (wrong magic: close the connection). */
+int nbd_request_decode_extended(const uint8_t in[NBD_EXTENDED_REQUEST_SIZE],
+                                struct nbd_request *out);
+
+/* Writes a 32-byte extended request header (for tests and clients). */
+void nbd_request_encode_extended(uint8_t out[NBD_EXTENDED_REQUEST_SIZE],
+                                 const struct nbd_request *req);
+
 /* Writes a 28-byte request header (for tests and clients). */
 void nbd_request_encode(uint8_t out[NBD_REQUEST_SIZE], const struct nbd_request *req);
 
-/* Bytes of payload that follow the header on the wire: the length of a WRITE, else 0.
+/* Bytes of payload that follow the header on the wire: compact headers: the length of a
+ * WRITE, else 0; extended headers: the length when NBD_CMD_FLAG_PAYLOAD_LEN is set, else 0.
  * The server reads (or discards) exactly this much whether or not the request is valid,
  * so the next header parses (spec rule 24). */
-uint64_t nbd_request_payload_length(const struct nbd_request *req);
+uint64_t nbd_request_payload_length(const struct nbd_request *req, bool extended_headers);
 
 /* Validates req against the export. Returns NBD_SUCCESS or the NBD error to reply with:
  *   NBD_EINVAL  unknown command (not DISC), a flag unknown or not valid for the command,
- *               FLUSH with non-zero offset/length, READ/TRIM past the end or overflowing
- *               64 bits, READ/WRITE longer than max_payload;
+ *               FLUSH with non-zero offset/length, READ/TRIM/CACHE/BLOCK_STATUS past the
+ *               end or overflowing 64 bits, READ/WRITE longer than max_payload,
+ *               BLOCK_STATUS without a selected context or with length 0, a payload on a
+ *               command other than WRITE, a WRITE without PAYLOAD_LEN under extended
+ *               headers;
  *   NBD_EPERM   WRITE, TRIM, WRITE_ZEROES on a read-only export;
  *   NBD_ENOSPC  WRITE or WRITE_ZEROES past the end.
  * NBD_CMD_DISC is always valid. Length 0 is valid (the caller replies success without I/O). */
@@ -60,6 +75,17 @@ void nbd_simple_reply_encode(uint8_t out[NBD_SIMPLE_REPLY_SIZE], uint32_t error,
 void nbd_chunk_header_encode(uint8_t out[NBD_STRUCTURED_REPLY_SIZE], uint16_t flags,
                              uint16_t type, uint64_t cookie, uint32_t length);
 
+/* Writes a 32-byte extended reply header (extension-ext-header): flags, type, the
+ * request's cookie and offset, payload length. */
+void nbd_ext_reply_header_encode(uint8_t out[NBD_EXTENDED_REPLY_SIZE], uint16_t flags,
+                                 uint16_t type, uint64_t cookie, uint64_t offset,
+                                 uint64_t length);
+
+/* Writes a chunk header in the negotiated style: 20 bytes (structured) or 32 bytes
+ * (extended, with `offset` echoing the request). Returns the bytes written. */
+size_t nbd_reply_header_encode(uint8_t *out, bool extended, uint16_t flags, uint16_t type,
+                               uint64_t cookie, uint64_t offset, uint64_t length);
+
 /* Writes an NBD_REPLY_TYPE_OFFSET_DATA chunk header plus its 8-byte offset (28 bytes);
  * `data_length` bytes of data follow it on the wire. */
 #define NBD_OFFSET_DATA_HEADER_SIZE 28u
@@ -72,6 +98,29 @@ void nbd_offset_data_header_encode(uint8_t out[NBD_OFFSET_DATA_HEADER_SIZE], uin
 #define NBD_ERROR_CHUNK_MAX (NBD_STRUCTURED_REPLY_SIZE + 6u + 256u)
 size_t nbd_error_chunk_encode(uint8_t *out, uint64_t cookie, uint32_t error,
                               const char *message);
+
+/* Writes a whole NBD_REPLY_TYPE_ERROR chunk (DONE set) in the negotiated style: like
+ * nbd_error_chunk_encode, with a 32-byte header when `extended`. `out` must hold
+ * NBD_ERROR_CHUNK_MAX + 12 bytes. Returns the bytes written. */
+size_t nbd_error_reply_encode(uint8_t *out, bool extended, uint64_t cookie, uint64_t offset,
+                              uint32_t error, const char *message);
+
+/* One base:allocation extent. */
+struct nbd_extent {
+  uint64_t length; /* bytes, > 0 */
+  uint32_t flags;  /* NBD_STATE_* */
+};
+_Static_assert(sizeof(struct nbd_extent) == 16, "in-place encoding needs 16-byte extents");
+
+/* Encodes a block status chunk for context `context_id` in place over `extents`
+ * (count > 0 entries): the descriptors are rewritten in wire form at the start of the same
+ * buffer (8 bytes each compact, with lengths capped at 4 GiB - 4 KiB; 16 bytes extended),
+ * and the chunk header plus the context id (and descriptor count when extended) go into
+ * `hdr` (at least 48 bytes). Returns the header bytes; *payload_bytes gets the descriptor
+ * bytes. Flags: DONE. */
+size_t nbd_block_status_encode(uint8_t *hdr, bool extended, uint64_t cookie, uint64_t offset,
+                               uint32_t context_id, struct nbd_extent *extents,
+                               uint32_t count, size_t *payload_bytes);
 
 /* Maps a -errno (or errno) from the backing to an NBD error value (spec rule 35):
  * EPERM/EROFS/EACCES -> EPERM, EIO -> EIO, ENOMEM -> ENOMEM, ENOSPC/EDQUOT/EFBIG -> ENOSPC,

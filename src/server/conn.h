@@ -17,8 +17,12 @@ struct conn {
   char peer[96];
   /* negotiated */
   struct export *export;
-  bool structured_replies;
+  bool structured_replies;     /* also set by extended headers */
+  bool extended_headers;
   bool no_zeroes;
+  struct export *meta_export;  /* the export the last SET_META_CONTEXT named, if it
+                                  selected base:allocation; else NULL */
+  bool meta_context;           /* base:allocation selected for c->export */
   uint16_t transmission_flags;
   /* in-flight accounting and the reply queue (conn.c), under lock */
   pthread_mutex_t lock;

@@ -68,8 +68,12 @@ uint16_t export_transmission_flags(const struct export *e, bool structured_repli
     }
     if (geo->can_zero) {
       flags |= NBD_FLAG_SEND_WRITE_ZEROES;
+      if (geo->can_fast_zero) {
+        flags |= NBD_FLAG_SEND_FAST_ZERO; /* spec rule 28: only with SEND_WRITE_ZEROES */
+      }
     }
   }
+  flags |= NBD_FLAG_SEND_CACHE; /* a backing without prefetch treats it as a no-op */
   if (geo->rotational) {
     flags |= NBD_FLAG_ROTATIONAL;
   }

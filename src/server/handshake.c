@@ -42,7 +42,11 @@ static int send_info(struct conn *c, uint32_t option, const struct export *e,
   int rc;
   uint16_t flags = export_transmission_flags(e, c->structured_replies);
 
-  n = nbd_info_export_encode(buf, e->backing->geo.size, flags);
+  uint64_t size;
+  if (backing_refresh_size(e->backing, &size) < 0) {
+    size = e->backing->geo.size;
+  }
+  n = nbd_info_export_encode(buf, size, flags);
   rc = reply_send(c, option, NBD_REP_INFO, buf, (uint32_t)n);
   if (rc == 0 && req->want_name) {
     n = nbd_info_text_encode(buf, NBD_INFO_NAME, e->name, (uint32_t)strlen(e->name));
@@ -90,9 +94,61 @@ static int option_info_go(struct conn *c, uint32_t option, const uint8_t *payloa
   }
   if (option == NBD_OPT_GO) {
     c->export = e;
+    c->meta_context = c->meta_export == e;
     return 1;
   }
   return 0;
+}
+
+/* NBD_OPT_LIST_META_CONTEXT and NBD_OPT_SET_META_CONTEXT with the one context diskgate
+ * has, base:allocation (doc/proto.md "Metadata querying"; spec rule 14). Context id 1. */
+static int option_meta_context(struct conn *c, uint32_t option, const uint8_t *payload,
+                               uint32_t length)
+{
+  bool set = option == NBD_OPT_SET_META_CONTEXT;
+  struct nbd_meta_request m;
+  const uint8_t *q;
+  uint32_t qlen, pos = 0;
+  bool selected = false;
+  struct export *e;
+  uint8_t buf[4 + sizeof NBD_META_BASE_ALLOCATION];
+
+  if (set) {
+    c->meta_export = NULL; /* SET replaces the selection, even when it fails */
+  }
+  if (!c->structured_replies) {
+    return reply_error(c, option, NBD_REP_ERR_INVALID,
+                       "negotiate structured replies or extended headers first");
+  }
+  if (nbd_meta_request_decode(payload, length, &m) < 0) {
+    return reply_error(c, option, NBD_REP_ERR_INVALID, "malformed metadata context request");
+  }
+  e = server_find_export(c->server, m.name, m.name_length);
+  if (e == NULL) {
+    return reply_error(c, option, NBD_REP_ERR_UNKNOWN, "unknown export");
+  }
+  if (m.query_count == 0) {
+    selected = !set; /* LIST with no query lists everything; SET selects nothing */
+  }
+  while (nbd_meta_query_next(&m, &pos, &q, &qlen)) {
+    bool exact = qlen == strlen(NBD_META_BASE_ALLOCATION) &&
+                 memcmp(q, NBD_META_BASE_ALLOCATION, qlen) == 0;
+    bool wildcard = qlen == 5 && memcmp(q, "base:", 5) == 0;
+    if (exact || (wildcard && !set)) {
+      selected = true; /* unknown namespaces and leaf names are ignored */
+    }
+  }
+  if (selected) {
+    size_t n = nbd_rep_meta_context_encode(buf, set ? 1 : 0, NBD_META_BASE_ALLOCATION);
+    int rc = reply_send(c, option, NBD_REP_META_CONTEXT, buf, (uint32_t)n);
+    if (rc < 0) {
+      return rc;
+    }
+    if (set) {
+      c->meta_export = e;
+    }
+  }
+  return reply_send(c, option, NBD_REP_ACK, NULL, 0);
 }
 
 /* NBD_OPT_EXPORT_NAME: no error reply exists, so failure is a hard close (spec rule 7). */
@@ -102,6 +158,10 @@ static int option_export_name(struct conn *c, const uint8_t *payload, uint32_t l
   struct export *e;
   size_t n;
 
+  if (c->extended_headers) {
+    log_info("%s: NBD_OPT_EXPORT_NAME after extended headers; closing", c->peer);
+    return -EPROTO;
+  }
   if (nbd_export_name_check(payload, length) < 0) {
     log_info("%s: invalid export name in NBD_OPT_EXPORT_NAME; closing", c->peer);
     return -EINVAL;
@@ -162,8 +222,22 @@ static int option_dispatch(struct conn *c, uint32_t option, const uint8_t *paylo
     if (length != 0) {
       return reply_error(c, option, NBD_REP_ERR_INVALID, "option takes no data");
     }
+    if (c->extended_headers) {
+      return reply_error(c, option, NBD_REP_ERR_EXT_HEADER_REQD,
+                         "extended headers are already in use");
+    }
     c->structured_replies = true;
     return reply_send(c, option, NBD_REP_ACK, NULL, 0);
+  case NBD_OPT_EXTENDED_HEADERS:
+    if (length != 0) {
+      return reply_error(c, option, NBD_REP_ERR_INVALID, "option takes no data");
+    }
+    c->extended_headers = true;
+    c->structured_replies = true;
+    return reply_send(c, option, NBD_REP_ACK, NULL, 0);
+  case NBD_OPT_LIST_META_CONTEXT:
+  case NBD_OPT_SET_META_CONTEXT:
+    return option_meta_context(c, option, payload, length);
   case NBD_OPT_STARTTLS:
     if (length != 0) {
       return reply_error(c, option, NBD_REP_ERR_INVALID, "STARTTLS takes no data");

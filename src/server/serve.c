@@ -228,7 +228,9 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
     fprintf(stderr, "diskgate serve: cannot open %s: %s\n", cfg->path, strerror(-rc));
     return 2;
   }
-  rc = export_create(cfg->export_name, b, cfg->opts.read_only, cfg->opts.sync, out);
+  /* A backing may be read-only by nature (an RBD snapshot) even without --read-only. */
+  rc = export_create(cfg->export_name, b, cfg->opts.read_only || b->opts.read_only,
+                     cfg->opts.sync, out);
   if (rc < 0) {
     backing_close(b);
     fprintf(stderr, "diskgate serve: %s\n", strerror(-rc));
@@ -349,8 +351,8 @@ int serve_main(int argc, char **argv)
     log_info("serving %s as export '%s': %llu bytes, sync %s, cache %s, engine %s, %u threads%s",
              cfg.path, e->name, (unsigned long long)e->backing->geo.size,
              sync_mode_name(cfg.opts.sync), cache_mode_name(cfg.opts.cache),
-             engine_kind_name(cfg.engine), cfg.threads, cfg.opts.read_only ? ", read-only" : "");
-    if (cfg.opts.sync == SYNC_NONE && !cfg.opts.read_only) {
+             engine_kind_name(cfg.engine), cfg.threads, e->read_only ? ", read-only" : "");
+    if (cfg.opts.sync == SYNC_NONE && !e->read_only) {
       log_warn("export '%s' is UNSAFE (--sync none): FLUSH and FUA are acknowledged without "
                "syncing; acknowledged writes may be lost if the host crashes or loses power",
                e->name);

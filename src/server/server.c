@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "server/conn.h"
@@ -137,8 +138,19 @@ int server_conn_start(struct server *s, int fd, const char *peer)
 
 void server_conns_drain(struct server *s)
 {
+  struct timespec deadline;
+
+  /* A grace period: connections keep being read, new requests get NBD_ESHUTDOWN and
+   * options NBD_REP_ERR_SHUTDOWN (spec rule 34), so clients can disconnect cleanly. */
   atomic_store(&s->stopping, true);
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += SERVER_SHUTDOWN_GRACE_S;
   pthread_mutex_lock(&s->lock);
+  while (s->nconns > 0) {
+    if (pthread_cond_timedwait(&s->cond, &s->lock, &deadline) == ETIMEDOUT) {
+      break;
+    }
+  }
   for (struct conn *c = s->conns; c != NULL; c = c->next) {
     shutdown(c->fd, SHUT_RD); /* readers see EOF; in-flight replies still go out */
   }

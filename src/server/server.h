@@ -39,8 +39,13 @@ struct export *server_find_export(struct server *s, const uint8_t *name, size_t 
  * logs. Returns 0, or -errno (the socket is closed). Main (accepting) thread. */
 int server_conn_start(struct server *s, int fd, const char *peer);
 
-/* Stops reading from every connection (in-flight requests finish and are replied to) and
- * waits until all connection threads have ended. Main thread, after the listeners closed. */
+/* Seconds connections may take to leave by themselves after SIGTERM/SIGINT. */
+#define SERVER_SHUTDOWN_GRACE_S 1
+
+/* Shuts down: for up to SERVER_SHUTDOWN_GRACE_S connections keep running but new requests
+ * get NBD_ESHUTDOWN (and options NBD_REP_ERR_SHUTDOWN); then reading stops on every
+ * connection, in-flight requests finish and are replied to, and this waits until all
+ * connection threads have ended. Main thread, after the listeners closed. */
 void server_conns_drain(struct server *s);
 
 /* Frees the exports and the server's state. Main thread, after server_conns_drain. */

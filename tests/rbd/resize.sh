@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# `rbd resize` while diskgate serves the image: connections made after the resize see the
+# new size, and I/O past the old end works; connections made before keep working within
+# the size they were given; data below the old end is intact.
+source "$SRCDIR/tests/lib.sh"
+source "$SRCDIR/tests/rbd/rbd-lib.sh"
+
+OLD=$((64 * 1024 * 1024))
+NEW=$((128 * 1024 * 1024))
+rbdc create --size 64M rbd/img
+rbd_serve rbd:rbd/img
+assert_eq "$(nbdinfo --size "$DG_TCP")" "$OLD" "size before the resize"
+
+mkrandom "$T/tail.bin" 65536
+# A connection that stays open across the resize, with the old size.
+$PY - "$DG_UNIX" "$T/tail.bin" "$OLD" "$NEW" "$CEPH_CONF" <<'PYEOF' || fail "resize while serving"
+import nbd, subprocess, sys, time
+uri, tail_path, old, new, conf = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+tail = open(tail_path, "rb").read()
+h = nbd.NBD(); h.connect_uri(uri)
+assert h.get_size() == old
+h.pwrite(tail, old - len(tail)); h.flush()
+
+subprocess.run(["timeout", "120", "rbd", "-c", conf, "resize", "--size", str(new >> 20) + "M",
+                "rbd/img"], check=True, stderr=subprocess.DEVNULL)
+
+# A new connection sees the new size (allow librbd's header watch a moment).
+for i in range(50):
+    h2 = nbd.NBD(); h2.connect_uri(uri)
+    if h2.get_size() == new:
+        break
+    h2.shutdown(); time.sleep(0.1)
+else:
+    sys.exit(f"new connections still see size {h2.get_size()}, expected {new}")
+print(f"new connection sees {new} bytes after {i} retries")
+assert h2.pread(len(tail), old - len(tail)) == tail, "data before the old end changed"
+assert h2.pread(65536, old) == bytes(65536), "grown area not zero"
+pattern = bytes(range(256)) * 256
+h2.pwrite(pattern, old + 4096, nbd.CMD_FLAG_FUA)
+h2.pwrite(pattern, new - len(pattern))
+assert h2.pread(len(pattern), old + 4096) == pattern, "read past the old end"
+assert h2.pread(len(pattern), new - len(pattern)) == pattern, "read at the new end"
+# A read spanning the old end.
+got = h2.pread(8192, old - 4096)
+assert got == tail[-4096:] + bytes(4096), "read across the old end"
+h2.flush(); h2.shutdown()
+
+# The old connection still works within its own (old) size.
+assert h.pread(len(tail), old - len(tail)) == tail
+h.pwrite(b"\x11" * 4096, 0); assert h.pread(4096, 0) == b"\x11" * 4096
+h.shutdown()
+PYEOF
+assert_eq "$(nbdinfo --size "$DG_TCP")" "$NEW" "nbdinfo --size after the resize"
+pass "resize seen by new connections; I/O past the old end works; old connection fine"
+dg_stop
