@@ -130,9 +130,16 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
       }
       cfg->export_name = optarg;
       break;
-    case OPT_LISTEN:
+    case OPT_LISTEN: {
+      char host[64];
+      unsigned port;
+      if (listen_parse_address(optarg, host, sizeof host, &port) < 0) {
+        return bad_usage("--listen '%s' is not HOST:PORT (IPv6 as [ADDR]:PORT, port 0-65535)",
+                         optarg);
+      }
       cfg->listen_addr = optarg;
       break;
+    }
     case OPT_SOCKET:
       cfg->socket_path = optarg;
       break;
@@ -239,51 +246,64 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
   return 0;
 }
 
+/* Opens every listener; prints nothing until all are open, so a failure leaves one line
+ * on stderr and nothing on stdout. Returns 0 or an exit status (listeners closed). */
 static int open_listeners(const struct serve_config *cfg, struct listener *ls, size_t *n)
 {
-  char host[64], uri[8192];
+  char host[64], uri[8192], abs[PATH_MAX];
   unsigned port;
   int rc;
 
   *n = 0;
   if (cfg->listen_addr != NULL || cfg->socket_path == NULL) {
     const char *addr = cfg->listen_addr != NULL ? cfg->listen_addr : "127.0.0.1:10809";
-    if (listen_parse_address(addr, host, sizeof host, &port) < 0) {
-      fprintf(stderr, "diskgate serve: --listen '%s' is not HOST:PORT (IPv6 as [ADDR]:PORT)\n",
-              addr);
-      return 2;
+    rc = listen_parse_address(addr, host, sizeof host, &port);
+    if (rc == 0) {
+      rc = listen_open_tcp(&ls[*n], host, port);
     }
-    rc = listen_open_tcp(&ls[*n], host, port);
     if (rc < 0) {
       fprintf(stderr, "diskgate serve: cannot listen on %s: %s\n", addr, strerror(-rc));
       return 2;
     }
-    nbd_uri_format_tcp(uri, sizeof uri, ls[*n].host, ls[*n].port, cfg->export_name);
-    printf("diskgate: listening on %s\n", uri);
     (*n)++;
   }
   if (cfg->socket_path != NULL) {
-    char abs[PATH_MAX];
     if (cfg->socket_path[0] != '/') {
       if (getcwd(abs, sizeof abs) == NULL ||
           strlen(abs) + 1 + strlen(cfg->socket_path) >= sizeof abs) {
-        fprintf(stderr, "diskgate serve: socket path too long\n");
-        return 2;
+        fprintf(stderr, "diskgate serve: socket path %s too long\n", cfg->socket_path);
+        rc = -ENAMETOOLONG;
+      } else {
+        strcat(abs, "/");
+        strcat(abs, cfg->socket_path);
+        rc = 0;
       }
-      strcat(abs, "/");
-      strcat(abs, cfg->socket_path);
     } else {
-      snprintf(abs, sizeof abs, "%s", cfg->socket_path);
+      rc = snprintf(abs, sizeof abs, "%s", cfg->socket_path) >= (int)sizeof abs ? -ENAMETOOLONG : 0;
     }
-    rc = listen_open_unix(&ls[*n], abs);
+    if (rc == 0) {
+      rc = listen_open_unix(&ls[*n], abs);
+      if (rc < 0) {
+        fprintf(stderr, "diskgate serve: cannot listen on %s: %s\n", abs,
+                rc == -EADDRINUSE ? "another server is accepting there" : strerror(-rc));
+      }
+    }
     if (rc < 0) {
-      fprintf(stderr, "diskgate serve: cannot listen on %s: %s\n", abs,
-              rc == -EADDRINUSE ? "another server is accepting there" : strerror(-rc));
+      for (size_t i = 0; i < *n; i++) {
+        listen_close(&ls[i]);
+      }
+      *n = 0;
       return 2;
     }
-    nbd_uri_format_unix(uri, sizeof uri, abs, cfg->export_name);
-    printf("diskgate: listening on %s\n", uri);
     (*n)++;
+  }
+  for (size_t i = 0; i < *n; i++) {
+    if (ls[i].unix_path != NULL) {
+      nbd_uri_format_unix(uri, sizeof uri, ls[i].unix_path, cfg->export_name);
+    } else {
+      nbd_uri_format_tcp(uri, sizeof uri, ls[i].host, ls[i].port, cfg->export_name);
+    }
+    printf("diskgate: listening on %s\n", uri);
   }
   fflush(stdout);
   return 0;
@@ -348,6 +368,9 @@ int serve_main(int argc, char **argv)
   }
   status = open_export(&cfg, engine, &e);
   if (status == 0) {
+    status = open_listeners(&cfg, ls, &nls);
+  }
+  if (status == 0) {
     log_info("serving %s as export '%s': %llu bytes, sync %s, cache %s, engine %s, %u threads%s",
              cfg.path, e->name, (unsigned long long)e->backing->geo.size,
              sync_mode_name(cfg.opts.sync), cache_mode_name(cfg.opts.cache),
@@ -357,7 +380,6 @@ int serve_main(int argc, char **argv)
                "syncing; acknowledged writes may be lost if the host crashes or loses power",
                e->name);
     }
-    status = open_listeners(&cfg, ls, &nls);
   }
   if (status != 0) {
     for (size_t i = 0; i < nls; i++) {

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Bad command lines: `diskgate serve` exits 2 promptly, prints nothing on stdout and exactly
+# one line on stderr, and that line names the problem (the option, value or path at fault).
+# Cases: unknown option, --sync/--cache bogus, --threads 0, an option without its value,
+# missing PATH, two PATHs, a missing file, a directory, a file already served by another
+# diskgate, --listen 'bad::addr', a port out of range, a Unix socket another diskgate is
+# accepting on. The first server keeps working afterwards.
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/../lib.sh"
+export PYTHONDONTWRITEBYTECODE=1   # no __pycache__ in the source tree
+
+truncate -s 1M "$T/a.img" "$T/b.img"
+mkdir "$T/dir"
+port=$(free_port)
+L=(--socket "$T/bad.sock" --listen "127.0.0.1:$port")   # so nothing would use the defaults
+failures=0
+
+# bad WORD ARGS...: expect exit 2, empty stdout, one stderr line containing WORD
+bad() {
+  local word=$1 rc=0 lines; shift
+  timeout 10 "$DISKGATE" serve "$@" >"$T/out" 2>"$T/err" || rc=$?
+  lines=$(wc -l <"$T/err")
+  if [ "$rc" != 2 ] || [ -s "$T/out" ] || [ "$lines" != 1 ] || ! grep -qiF -- "$word" "$T/err"; then
+    echo "FAIL: serve $*: exit $rc (want 2), stdout $(wc -c <"$T/out") bytes (want 0)," \
+         "$lines stderr lines (want 1 naming '$word'):" >&2
+    sed 's/^/    | /' "$T/out" "$T/err" >&2
+    failures=$((failures + 1))
+  fi
+}
+
+bad --bogus       "${L[@]}" --bogus "$T/a.img"
+bad bogus         "${L[@]}" --sync bogus "$T/a.img"
+bad --cache       "${L[@]}" --cache bogus "$T/a.img"
+bad --threads     "${L[@]}" --threads 0 "$T/a.img"
+bad --export      "${L[@]}" --export
+bad path          "${L[@]}"
+bad "$T/b.img"    "${L[@]}" "$T/a.img" "$T/b.img"
+bad "$T/missing.img" "${L[@]}" "$T/missing.img"
+bad "$T/dir"      "${L[@]}" "$T/dir"
+bad bad::addr     --socket "$T/bad.sock" --listen bad::addr "$T/a.img"
+bad 99999         --socket "$T/bad.sock" --listen 127.0.0.1:99999 "$T/a.img"
+
+dg_start "$T/a.img"    # a running server: its file and its socket are taken
+bad "$T/a.img"    "${L[@]}" "$T/a.img"
+grep -qiE "served|lock|in use|busy" "$T/err" || { cat "$T/err" >&2; fail "already-served message does not say why"; }
+bad "$DG_SOCK"    --socket "$DG_SOCK" --listen "127.0.0.1:$port" "$T/b.img"
+assert_eq "$(nbdinfo --size "$DG_UNIX")" 1048576 "the first server after the refused ones"
+dg_stop
+[ "$failures" -eq 0 ] || fail "$failures bad command lines mishandled"
+pass "bad command lines"
