@@ -353,9 +353,10 @@ static int request_handle_one(struct conn *c, const struct nbd_export_limits *li
         return rc;
       }
     }
-    log_info("%s: %s offset %llu length %llu flags 0x%x refused with NBD error %u", c->peer,
-             nbd_command_name(req.type), (unsigned long long)req.offset,
-             (unsigned long long)req.length, req.flags, error);
+    log_msg(error == NBD_ESHUTDOWN ? LOG_DEBUG : LOG_INFO,
+            "%s: %s offset %llu length %llu flags 0x%x refused with NBD error %u", c->peer,
+            nbd_command_name(req.type), (unsigned long long)req.offset,
+            (unsigned long long)req.length, req.flags, error);
     return reply_refuse(c, &req, error, error == NBD_ESHUTDOWN ? "server is shutting down"
                                                                : "request refused: invalid for this export");
   }
