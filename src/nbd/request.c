@@ -4,6 +4,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 
 #include "util/bytes.h"
@@ -237,8 +238,13 @@ size_t nbd_error_chunk_encode(uint8_t *out, uint64_t cookie, uint32_t error,
   size_t msg_length = message != NULL ? strlen(message) : 0;
 
   assert(error != 0);
-  if (msg_length > NBD_ERROR_CHUNK_MAX - NBD_STRUCTURED_REPLY_SIZE - 6) {
-    msg_length = NBD_ERROR_CHUNK_MAX - NBD_STRUCTURED_REPLY_SIZE - 6;
+  if (msg_length > NBD_ERROR_MESSAGE_MAX) {
+    msg_length = NBD_ERROR_MESSAGE_MAX;
+    /* Never cut a UTF-8 character in two: back up over continuation bytes (10xxxxxx)
+     * to the start of the character that would be split. */
+    while (msg_length > 0 && ((unsigned char)message[msg_length] & 0xC0) == 0x80) {
+      msg_length--;
+    }
   }
   nbd_chunk_header_encode(out, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR, cookie,
                           (uint32_t)(6 + msg_length));
@@ -311,6 +317,9 @@ size_t nbd_block_status_encode(uint8_t *hdr, bool extended, uint64_t cookie, uin
 
 uint32_t nbd_error_from_errno(int err)
 {
+  if (err == INT_MIN) {
+    return NBD_EINVAL;
+  }
   if (err < 0) {
     err = -err;
   }

@@ -93,9 +93,11 @@ void nbd_offset_data_header_encode(uint8_t out[NBD_OFFSET_DATA_HEADER_SIZE], uin
                                    uint64_t cookie, uint64_t offset, uint32_t data_length);
 
 /* Writes a whole NBD_REPLY_TYPE_ERROR chunk with the DONE flag: header, error, message
- * length, message (truncated to NBD_MAX_STRING bytes). `out` must hold
- * NBD_ERROR_CHUNK_MAX bytes. Returns the bytes written. error must not be 0 (rule 31). */
-#define NBD_ERROR_CHUNK_MAX (NBD_STRUCTURED_REPLY_SIZE + 6u + 256u)
+ * length, message (truncated to NBD_ERROR_MESSAGE_MAX bytes at a UTF-8 character
+ * boundary; the spec allows up to 4096). `out` must hold NBD_ERROR_CHUNK_MAX bytes.
+ * Returns the bytes written. error must not be 0 (rule 31). */
+#define NBD_ERROR_MESSAGE_MAX 256u
+#define NBD_ERROR_CHUNK_MAX (NBD_STRUCTURED_REPLY_SIZE + 6u + NBD_ERROR_MESSAGE_MAX)
 size_t nbd_error_chunk_encode(uint8_t *out, uint64_t cookie, uint32_t error,
                               const char *message);
 

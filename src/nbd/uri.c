@@ -67,7 +67,7 @@ int nbd_uri_format_tcp(char *out, size_t out_size, const char *host, unsigned po
   buf_puts(&b, "nbd://");
   if (strchr(host, ':') != NULL) {
     buf_putc(&b, '[');
-    buf_puts(&b, host);
+    buf_put_encoded(&b, host, ":"); /* a zone id's '%' becomes %25 (RFC 6874) */
     buf_putc(&b, ']');
   } else {
     buf_puts(&b, host);

@@ -54,13 +54,16 @@ int listen_parse_address(const char *text, char *host, size_t host_size, unsigne
     memcpy(host, text, hlen);
     host[hlen] = '\0';
     if (hlen == 0) {
-      snprintf(host, host_size, "127.0.0.1");
+      if (host_size < sizeof "127.0.0.1") {
+        return -EINVAL;
+      }
+      memcpy(host, "127.0.0.1", sizeof "127.0.0.1");
     }
   }
   if (colon != NULL) {
     char *end;
     unsigned long p = strtoul(colon + 1, &end, 10);
-    if (colon[1] == '\0' || *end != '\0' || p > 65535) {
+    if (colon[1] < '0' || colon[1] > '9' || *end != '\0' || p > 65535) {
       return -EINVAL;
     }
     *port = (unsigned)p;

@@ -250,7 +250,9 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
  * on stderr and nothing on stdout. Returns 0 or an exit status (listeners closed). */
 static int open_listeners(const struct serve_config *cfg, struct listener *ls, size_t *n)
 {
-  char host[64], uri[8192], abs[PATH_MAX];
+  /* A URI holds the export name (4096 bytes, each up to 3 when percent-encoded) and a
+   * socket path (108 bytes, likewise). */
+  char host[64], uri[3 * 4096 + 3 * 108 + 64], abs[PATH_MAX];
   unsigned port;
   int rc;
 
