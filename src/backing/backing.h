@@ -89,6 +89,11 @@ struct backing_op {
   /* result: 0, or -errno (EIO, ENOSPC, EPERM, EINVAL, ENOTSUP, ...). Never a short count. */
   void (*done)(struct backing_op *op, int result);
   void *opaque;       /* the caller's */
+  /* The engine to submit file I/O to (NULL: the backing's). A caller running an event
+   * loop (server/loop.c) passes its ring's engine and sets `nonblocking`: then submit never
+   * waits (work that must wait, such as a read-modify-write's gate, moves to a worker). */
+  struct engine *engine;
+  bool nonblocking;
   /* For a layer between the caller and the backing (server/durability.c): the callback
    * to run after its own step. Backings never touch it. */
   void (*chain)(struct backing_op *op, int result);

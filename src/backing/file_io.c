@@ -360,6 +360,24 @@ static ssize_t cache_call(void *arg)
 
 /* ---- completions ---- */
 
+static struct engine *op_engine(struct file_backing *fb, const struct backing_op *op)
+{
+  return op->engine != NULL ? op->engine : fb->base.opts.engine;
+}
+
+/* For a nonblocking caller: take the exclusive gate and run the blocking work on a worker,
+ * so the caller's thread (an event loop whose own completions may hold the shared side)
+ * never waits. */
+static ssize_t exclusive_call(void *arg)
+{
+  struct backing_op *op = arg;
+  struct file_backing *fb = (struct file_backing *)op->owner;
+
+  gate_enter(fb, GATE_EXCLUSIVE);
+  return op->type == BACKING_OP_READ || op->type == BACKING_OP_WRITE ? rmw_call(op)
+                                                                     : trim_zero_call(op);
+}
+
 static void rw_complete(struct engine_req *req, ssize_t result)
 {
   struct backing_op *op = (struct backing_op *)((char *)req - offsetof(struct backing_op, ereq));
@@ -378,7 +396,7 @@ static void rw_complete(struct engine_req *req, ssize_t result)
     req->buf = (char *)op->buf + op->progress;
     req->offset = op->offset + op->progress;
     req->len = (size_t)(op->length - op->progress);
-    int rc = engine_submit(fb->base.opts.engine, req);
+    int rc = engine_submit(op_engine(fb, op), req);
     if (rc < 0) {
       op_finish(op, rc);
     }
@@ -486,8 +504,13 @@ int file_io_submit(struct backing *b, struct backing_op *op)
   default:
     return -EINVAL;
   }
+  if (op->nonblocking && op->gate == GATE_EXCLUSIVE) {
+    assert(req->opcode == ENGINE_CALL);
+    req->call = exclusive_call; /* the worker takes the gate; op_finish releases it */
+    return engine_submit(fb->base.opts.engine, req);
+  }
   gate_enter(fb, op->gate);
-  rc = engine_submit(fb->base.opts.engine, req);
+  rc = engine_submit(op_engine(fb, op), req);
   if (rc < 0) {
     gate_leave(fb, op->gate);
   }

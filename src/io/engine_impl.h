@@ -17,6 +17,12 @@ struct engine {
 int engine_uring_create(unsigned threads, struct engine **out);
 int engine_threads_create(unsigned threads, struct engine **out);
 
+struct io_uring_sqe;
+
+/* Fills an SQE for a READ, WRITE, FDATASYNC or FSYNC request (not CALL); user data = req.
+ * Any thread that owns the SQE. */
+void engine_uring_prep(struct io_uring_sqe *sqe, struct engine_req *req);
+
 /* Runs one request synchronously on the calling thread and returns its result
  * (bytes or -errno). Used by the worker threads of both engines. */
 ssize_t engine_run_blocking(struct engine_req *req);

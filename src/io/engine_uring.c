@@ -56,7 +56,7 @@ static void *reaper_main(void *arg)
   }
 }
 
-static void prep_sqe(struct io_uring_sqe *sqe, struct engine_req *req)
+void engine_uring_prep(struct io_uring_sqe *sqe, struct engine_req *req)
 {
   switch (req->opcode) {
   case ENGINE_READ:
@@ -92,7 +92,7 @@ static int uring_submit(struct engine *base, struct engine_req *req)
   while ((sqe = io_uring_get_sqe(&r->ring)) == NULL) {
     io_uring_submit(&r->ring); /* SQ full: hand what is queued to the kernel */
   }
-  prep_sqe(sqe, req);
+  engine_uring_prep(sqe, req);
   do {
     rc = io_uring_submit(&r->ring);
   } while (rc == -EINTR || rc == -EAGAIN);

@@ -1,22 +1,30 @@
 /* conn.h: one client connection: handshake (handshake.c), then transmission (conn.c).
- * A connection's reader thread owns its socket's receive side; completions of its requests
- * run on engine/backing threads and queue their replies; the connection's writer thread
- * sends them, several per sendmsg. */
+ * A connection's reader thread owns its transport's receive side; completions of its
+ * requests run on engine/backing threads and queue their replies; the connection's writer
+ * thread sends them, several per sendmsg (or per TLS record). The transport is plain until
+ * NBD_OPT_STARTTLS succeeds, then TLS (transport.h). */
 #ifndef DISKGATE_SERVER_CONN_H
 #define DISKGATE_SERVER_CONN_H
 
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "server/server.h"
+#include "server/transport.h"
+
+struct conn_req;
+struct loop;
 
 struct conn {
-  int fd;
+  struct transport transport;  /* transport.fd is the socket; server.c closes it */
   struct server *server;
   char peer[96];
   /* negotiated */
   struct export *export;
+  /* structured_replies, extended_headers, meta_export and meta_context are option state:
+     a successful STARTTLS resets them (spec rule 13) */
   bool structured_replies;     /* also set by extended headers */
   bool extended_headers;
   bool no_zeroes;
@@ -34,6 +42,20 @@ struct conn {
   struct conn_req *reply_tail;
   pthread_t writer;            /* sends replies, so a client that does not read its
                                   replies blocks only its own connection */
+  /* Where a queued reply goes (txn.c calls it from any thread): the writer thread's queue
+   * here, or the event loop's (conn_loop.c). */
+  void (*reply_ready)(struct conn_req *r);
+  /* event loop (loop.c, conn_loop.c); NULL loop: the reader/writer thread path */
+  struct loop *loop;
+  void *loop_state;            /* conn_loop.c's; loop thread only */
+  struct conn *loop_next;      /* loop inbox / marked list; loop thread only */
+  bool loop_marked;
+  bool loop_done;              /* under lock: the loop has finished with the connection */
+  bool loop_state_failed;      /* under lock: the loop could not adopt it */
+  /* handshake deadline (server.c), under server->lock */
+  bool handshaking;
+  int handshake_evicted;       /* 0, or shut down by the deadline (1) or the cap (2) */
+  struct timespec handshake_deadline; /* CLOCK_MONOTONIC */
   /* server list */
   struct conn *prev, *next;
 };

@@ -1,23 +1,61 @@
-/* durability.h: the export's durability policy for writes, FUA and FLUSH.
+/* durability.h: the export's durability policy for writes, FUA and FLUSH, with group commit.
  *
  * Rules (doc/proto.md "Ordering of messages and writes"; spec rules 26-27):
  *   - FLUSH is replied to only after a sync that started after every write already replied
  *     to had completed; under --sync none it succeeds without syncing.
  *   - A FUA write is replied to only once its own data is durable: natively (RWF_DSYNC in
- *     the file backing) or, for backings without native FUA, by a flush after the write.
+ *     the file backing) or, for backings without native FUA, by a sync that started after
+ *     the write completed.
  *   - A failed sync is sticky: that FLUSH and every later one on the export fail with EIO
- *     (the page cache may have dropped the dirty data), until restart.
- * Any thread. Completion runs op->chain... see each function. */
+ *     (the page cache may have dropped the dirty data), until restart. Logged once.
+ *
+ * Group commit (--sync full|fsync): FLUSHes (and emulated FUA writes) of an export, from any
+ * connection, share one sync of the backing when no write completed between them. At most
+ * one sync per export is in flight; requests that need a newer sync than the running one
+ * wait for the next, which they all share. The invariant, stated in terms of the export's
+ * write generation G (the number of WRITE/TRIM/WRITE_ZEROES that completed in the backing):
+ *
+ *     a FLUSH (or emulated FUA write) that arrives (completes) when G = g is replied to only
+ *     after a successful sync that was started when G >= g, so after every write it covers
+ *     had completed in the backing.
+ *
+ * A write's reply is sent after its completion raised G, so every write a client saw
+ * acknowledged before it sent FLUSH is covered. A FLUSH that arrives when no write completed
+ * since the start of the last successful sync is replied to at once: that sync already
+ * satisfies the invariant (the first FLUSH after start-up always syncs, which also covers
+ * data a previous server process left in the page cache).
+ *
+ * Threads: any thread. `done` runs on a backing or engine thread, or on the calling thread
+ * before durability_submit returns. */
 #ifndef DISKGATE_SERVER_DURABILITY_H
 #define DISKGATE_SERVER_DURABILITY_H
+
+#include <stdint.h>
 
 #include "backing/backing.h"
 #include "server/export.h"
 
 /* Submits op (READ, WRITE, TRIM, WRITE_ZEROES or FLUSH) to the export's backing with the
  * policy above. `done` is called exactly once with 0 or -errno when this returns 0;
- * on a -errno return `done` is not called. op->done and op->chain are used internally. */
+ * on a -errno return `done` is not called. op->done, op->chain and op->opaque are used
+ * internally until `done` runs. */
 int durability_submit(struct export *e, struct backing_op *op,
                       void (*done)(struct backing_op *op, int result));
+
+/* Counters of an export's group commit (for tests and logs). */
+struct durability_stats {
+  uint64_t write_gen;      /* writes completed in the backing */
+  uint64_t syncs_started;  /* syncs submitted to the backing */
+  uint64_t syncs_failed;
+  uint64_t flushes;        /* FLUSH and emulated-FUA requests that needed a sync */
+  uint64_t flushes_shared; /* ... of which joined a sync another request had started */
+  uint64_t flushes_elided; /* FLUSHes replied to at once: nothing completed since a sync */
+};
+void durability_get_stats(struct export *e, struct durability_stats *out);
+
+/* Frees the export's group-commit state. Call once every request of the export is done
+ * (export_destroy should call it; until then the state stays reachable and is reused if
+ * another export gets the same address, which is harmless while it is idle). */
+void durability_export_close(struct export *e);
 
 #endif

@@ -37,6 +37,18 @@ static bool blocked(const struct fence *f, const void *owner, uint64_t offset, u
   return false;
 }
 
+/* Links entry in. Caller holds f->lock. */
+static void fence_link(struct fence *f, struct fence_entry *entry)
+{
+  entry->seq = f->next_seq++;
+  entry->prev = NULL;
+  entry->next = f->head;
+  if (f->head != NULL) {
+    f->head->prev = entry;
+  }
+  f->head = entry;
+}
+
 void fence_begin(struct fence *f, struct fence_entry *entry, const void *owner,
                  uint64_t offset, uint64_t length)
 {
@@ -47,14 +59,25 @@ void fence_begin(struct fence *f, struct fence_entry *entry, const void *owner,
   while (blocked(f, owner, offset, length)) {
     pthread_cond_wait(&f->cond, &f->lock);
   }
-  entry->seq = f->next_seq++;
-  entry->prev = NULL;
-  entry->next = f->head;
-  if (f->head != NULL) {
-    f->head->prev = entry;
-  }
-  f->head = entry;
+  fence_link(f, entry);
   pthread_mutex_unlock(&f->lock);
+}
+
+bool fence_try_begin(struct fence *f, struct fence_entry *entry, const void *owner,
+                     uint64_t offset, uint64_t length)
+{
+  bool ok;
+
+  entry->offset = offset;
+  entry->length = length;
+  entry->owner = owner;
+  pthread_mutex_lock(&f->lock);
+  ok = !blocked(f, owner, offset, length);
+  if (ok) {
+    fence_link(f, entry);
+  }
+  pthread_mutex_unlock(&f->lock);
+  return ok;
 }
 
 void fence_end(struct fence *f, struct fence_entry *entry)

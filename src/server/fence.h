@@ -14,6 +14,7 @@
 #define DISKGATE_SERVER_FENCE_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct fence_entry {
@@ -38,6 +39,12 @@ void fence_destroy(struct fence *f);
  * flight, then registers `entry` (caller-owned until fence_end). */
 void fence_begin(struct fence *f, struct fence_entry *entry, const void *owner,
                  uint64_t offset, uint64_t length);
+
+/* As fence_begin, without waiting: returns true when registered, false when an overlapping
+ * write of another owner is in flight (the caller retries after some write ends). For event
+ * loops, which must not block. */
+bool fence_try_begin(struct fence *f, struct fence_entry *entry, const void *owner,
+                     uint64_t offset, uint64_t length);
 
 /* Unregisters `entry` and wakes waiters. */
 void fence_end(struct fence *f, struct fence_entry *entry);

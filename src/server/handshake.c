@@ -1,6 +1,7 @@
 /* handshake.c: option haggling over a socket (doc/proto.md "Newstyle negotiation",
- * "Option types"; spec rules 1-15). The wire format is in nbd/option.c; this file makes the
- * decisions. Runs on the connection's thread with SO_RCVTIMEO as the handshake deadline. */
+ * "Option types", "TLS support"; spec rules 1-15). The wire format is in nbd/option.c; this
+ * file makes the decisions. Runs on the connection's thread with SO_RCVTIMEO as the
+ * handshake deadline, which also bounds the TLS handshake after NBD_OPT_STARTTLS. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +10,8 @@
 #include "nbd/option.h"
 #include "nbd/proto.h"
 #include "server/conn.h"
-#include "server/sockio.h"
+#include "server/tls.h"
+#include "server/transport.h"
 #include "util/log.h"
 
 /* Options longer than this are not read: up to DRAIN_LIMIT they are skipped and refused
@@ -25,7 +27,7 @@ static int reply_send(struct conn *c, uint32_t option, uint32_t type, const void
   struct iovec iov[2] = {{hdr, sizeof hdr}, {(void *)payload, length}};
 
   nbd_option_reply_encode(hdr, option, type, length);
-  return sockio_writev_full(c->fd, iov, length > 0 ? 2 : 1);
+  return transport_writev_full(&c->transport, iov, length > 0 ? 2 : 1);
 }
 
 /* An error reply with a human-readable message (no NUL, at most 4096 bytes). */
@@ -175,7 +177,7 @@ static int option_export_name(struct conn *c, const uint8_t *payload, uint32_t l
   c->transmission_flags = export_transmission_flags(e, c->structured_replies);
   n = nbd_export_name_reply_encode(buf, e->backing->geo.size, c->transmission_flags,
                                    c->no_zeroes);
-  return sockio_write_full(c->fd, buf, n);
+  return transport_write_full(&c->transport, buf, n);
 }
 
 static int option_list(struct conn *c, uint32_t length)
@@ -196,11 +198,60 @@ static int option_list(struct conn *c, uint32_t length)
   return reply_send(c, NBD_OPT_LIST, NBD_REP_ACK, NULL, 0);
 }
 
+/* FORCEDTLS before TLS is up (spec rule 12): true when `option` must be refused with
+ * NBD_REP_ERR_TLS_REQD (or, for NBD_OPT_EXPORT_NAME, which cannot fail, a hard close). Only
+ * STARTTLS and ABORT pass. Never true in the other modes or once TLS is up. */
+static bool tls_required_for(const struct conn *c, uint32_t option)
+{
+  return tls_server_mode() == TLS_MODE_REQUIRE && !transport_is_tls(&c->transport) &&
+         option != NBD_OPT_STARTTLS && option != NBD_OPT_ABORT;
+}
+
+/* NBD_OPT_STARTTLS (doc/proto.md "TLS support"; spec rules 6, 11, 12, 13). Returns 0 to
+ * keep haggling (now over TLS after an ACK), -errno to close. */
+static int option_starttls(struct conn *c, uint32_t length)
+{
+  int rc;
+
+  if (length != 0) {
+    return reply_error(c, NBD_OPT_STARTTLS, NBD_REP_ERR_INVALID, "STARTTLS takes no data");
+  }
+  if (tls_server_mode() == TLS_MODE_OFF) {
+    return reply_error(c, NBD_OPT_STARTTLS, NBD_REP_ERR_POLICY, "TLS is not configured");
+  }
+  if (transport_is_tls(&c->transport)) {
+    return reply_error(c, NBD_OPT_STARTTLS, NBD_REP_ERR_INVALID, "TLS is already in use");
+  }
+  rc = reply_send(c, NBD_OPT_STARTTLS, NBD_REP_ACK, NULL, 0);
+  if (rc < 0) {
+    return rc;
+  }
+  /* After the ACK there is no way back: a failed TLS handshake closes the connection. */
+  rc = transport_starttls(&c->transport, c->server->handshake_timeout_s, c->peer);
+  if (rc < 0) {
+    return rc;
+  }
+  /* Spec rule 13: what was negotiated in the clear is forgotten. */
+  c->structured_replies = false;
+  c->extended_headers = false;
+  c->meta_export = NULL;
+  c->meta_context = false;
+  return 0;
+}
+
 /* Handles one option whose payload has been read. Returns 1 to enter transmission,
  * 0 to continue, -errno to close. */
 static int option_dispatch(struct conn *c, uint32_t option, const uint8_t *payload,
                            uint32_t length)
 {
+  if (tls_required_for(c, option)) {
+    if (option == NBD_OPT_EXPORT_NAME) {
+      log_info("%s: NBD_OPT_EXPORT_NAME without TLS, which is required; closing", c->peer);
+      return -EACCES;
+    }
+    return reply_error(c, option, NBD_REP_ERR_TLS_REQD,
+                       "TLS is required: send NBD_OPT_STARTTLS first");
+  }
   if (atomic_load(&c->server->stopping) && option != NBD_OPT_ABORT) {
     reply_error(c, option, NBD_REP_ERR_SHUTDOWN, "server shutting down");
     return -ESHUTDOWN;
@@ -239,10 +290,7 @@ static int option_dispatch(struct conn *c, uint32_t option, const uint8_t *paylo
   case NBD_OPT_SET_META_CONTEXT:
     return option_meta_context(c, option, payload, length);
   case NBD_OPT_STARTTLS:
-    if (length != 0) {
-      return reply_error(c, option, NBD_REP_ERR_INVALID, "STARTTLS takes no data");
-    }
-    return reply_error(c, option, NBD_REP_ERR_POLICY, "TLS is not configured");
+    return option_starttls(c, length);
   default:
     return reply_error(c, option, NBD_REP_ERR_UNSUP, "option not supported");
   }
@@ -257,11 +305,11 @@ int handshake_run(struct conn *c)
   int rc;
 
   nbd_greeting_encode(greeting, server_handshake_flags);
-  rc = sockio_write_full(c->fd, greeting, sizeof greeting);
+  rc = transport_write_full(&c->transport, greeting, sizeof greeting);
   if (rc < 0) {
     return rc;
   }
-  rc = sockio_read_full(c->fd, &client_flags_be, 4);
+  rc = transport_read_full(&c->transport, &client_flags_be, 4);
   if (rc < 0) {
     return rc;
   }
@@ -280,7 +328,7 @@ int handshake_run(struct conn *c)
   for (;;) {
     struct nbd_option_header opt;
 
-    rc = sockio_read_full(c->fd, hdr, sizeof hdr);
+    rc = transport_read_full(&c->transport, hdr, sizeof hdr);
     if (rc < 0) {
       break;
     }
@@ -296,8 +344,11 @@ int handshake_run(struct conn *c)
         rc = -E2BIG;
         break;
       }
-      rc = sockio_discard(c->fd, opt.length);
-      if (rc == 0) {
+      rc = transport_discard(&c->transport, opt.length);
+      if (rc == 0 && tls_required_for(c, opt.option)) {
+        rc = reply_error(c, opt.option, NBD_REP_ERR_TLS_REQD,
+                         "TLS is required: send NBD_OPT_STARTTLS first");
+      } else if (rc == 0) {
         rc = reply_error(c, opt.option, NBD_REP_ERR_TOO_BIG, "option data too long");
       }
       if (rc < 0) {
@@ -305,7 +356,7 @@ int handshake_run(struct conn *c)
       }
       continue;
     }
-    rc = sockio_read_full(c->fd, payload, opt.length);
+    rc = transport_read_full(&c->transport, payload, opt.length);
     if (rc < 0) {
       break;
     }

@@ -204,12 +204,17 @@ int listen_run(struct server *s, struct listener *ls, size_t n, int stop_fd)
   pfd[n].fd = stop_fd;
   pfd[n].events = POLLIN;
   for (;;) {
-    if (poll(pfd, (nfds_t)(n + 1), -1) < 0) {
+    int ready = poll(pfd, (nfds_t)(n + 1), 1000); /* wake each second for the deadlines */
+    if (ready < 0) {
       if (errno == EINTR) {
         continue;
       }
       log_error("poll: %s", strerror(errno));
       return 0;
+    }
+    server_reap_handshakes(s);
+    if (ready == 0) {
+      continue;
     }
     if (pfd[n].revents & POLLIN) {
       struct signalfd_siginfo si;

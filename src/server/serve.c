@@ -18,7 +18,9 @@
 #include "nbd/uri.h"
 #include "server/export.h"
 #include "server/listen.h"
+#include "server/loop.h"
 #include "server/server.h"
+#include "server/tls.h"
 #include "util/log.h"
 
 static const char serve_usage[] =
@@ -45,6 +47,15 @@ static const char serve_usage[] =
   "  --pid-file PATH        write the process id once the listeners are ready\n"
   "  --ceph-conf PATH       rbd: the cluster's ceph.conf (default: Ceph's search)\n"
   "  --ceph-id NAME         rbd: the client id (default admin)\n"
+  "  --tls off|on|require   TLS through NBD_OPT_STARTTLS (default: off, or require\n"
+  "                         when credentials are given):\n"
+  "       off      no TLS: STARTTLS is refused with NBD_REP_ERR_POLICY\n"
+  "       on       TLS offered; clients may also stay in the clear\n"
+  "       require  every option but STARTTLS and ABORT is refused until TLS is up\n"
+  "  --tls-certificates DIR X.509 credentials: DIR/server-cert.pem, DIR/server-key.pem;\n"
+  "                         if DIR/ca-cert.pem exists, clients must present a certificate\n"
+  "                         it signed (DIR/ca-crl.pem, if present, lists revoked ones)\n"
+  "  --tls-psk FILE         pre-shared keys instead: `username:hexkey` lines\n"
   "  --verbose              log every connection\n"
   "  --help                 this text\n";
 
@@ -59,12 +70,16 @@ struct serve_config {
   unsigned threads;
   unsigned handshake_timeout;
   unsigned max_handshakes;
+  enum tls_mode tls;
+  bool tls_given;            /* --tls was on the command line */
+  const char *tls_cert_dir;
+  const char *tls_psk_file;
 };
 
 enum {
   OPT_EXPORT = 256, OPT_LISTEN, OPT_SOCKET, OPT_READ_ONLY, OPT_SYNC, OPT_CACHE, OPT_THREADS,
   OPT_ENGINE, OPT_PID_FILE, OPT_CEPH_CONF, OPT_CEPH_ID, OPT_HELP, OPT_VERBOSE,
-  OPT_HS_TIMEOUT, OPT_MAX_HS,
+  OPT_HS_TIMEOUT, OPT_MAX_HS, OPT_TLS, OPT_TLS_CERTS, OPT_TLS_PSK,
 };
 
 static int bad_usage(const char *fmt, const char *arg)
@@ -106,6 +121,9 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
     {"ceph-id", required_argument, NULL, OPT_CEPH_ID},
     {"handshake-timeout", required_argument, NULL, OPT_HS_TIMEOUT},
     {"max-handshakes", required_argument, NULL, OPT_MAX_HS},
+    {"tls", required_argument, NULL, OPT_TLS},
+    {"tls-certificates", required_argument, NULL, OPT_TLS_CERTS},
+    {"tls-psk", required_argument, NULL, OPT_TLS_PSK},
     {"verbose", no_argument, NULL, OPT_VERBOSE},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
@@ -185,6 +203,18 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
         return bad_usage("--max-handshakes takes a number from 1 to 100000, not '%s'", optarg);
       }
       break;
+    case OPT_TLS:
+      if (tls_mode_parse(optarg, &cfg->tls) < 0) {
+        return bad_usage("--tls takes off, on or require, not '%s'", optarg);
+      }
+      cfg->tls_given = true;
+      break;
+    case OPT_TLS_CERTS:
+      cfg->tls_cert_dir = optarg;
+      break;
+    case OPT_TLS_PSK:
+      cfg->tls_psk_file = optarg;
+      break;
     case OPT_VERBOSE:
       log_set_level(LOG_DEBUG);
       break;
@@ -205,7 +235,34 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
     return bad_usage("unexpected argument '%s' (one PATH per server)", argv[optind + 1]);
   }
   cfg->path = argv[optind];
+  if (!cfg->tls_given && (cfg->tls_cert_dir != NULL || cfg->tls_psk_file != NULL)) {
+    cfg->tls = TLS_MODE_REQUIRE; /* credentials alone mean TLS, as qemu-nbd's --tls-creds */
+  }
   return -1;
+}
+
+/* Loads the TLS credentials. Returns 0, or 2 after one line naming the problem. */
+static int setup_tls(const struct serve_config *cfg)
+{
+  char err[4400];
+
+  if (tls_server_setup(cfg->tls, cfg->tls_cert_dir, cfg->tls_psk_file, err, sizeof err) < 0) {
+    fprintf(stderr, "diskgate serve: %s\n", err);
+    return 2;
+  }
+  return 0;
+}
+
+/* With --tls require, clients must use nbds:// (doc/uri.md): "nbd://" and "nbd+unix://"
+ * become "nbds://" and "nbds+unix://". `uri` has room for one more byte than its string. */
+static void uri_mark_tls(char *uri, size_t size)
+{
+  size_t len = strlen(uri);
+
+  if (tls_server_mode() == TLS_MODE_REQUIRE && strncmp(uri, "nbd", 3) == 0 && len + 1 < size) {
+    memmove(uri + 4, uri + 3, len - 3 + 1);
+    uri[3] = 's';
+  }
 }
 
 static int open_export(const struct serve_config *cfg, struct engine *engine,
@@ -301,10 +358,11 @@ static int open_listeners(const struct serve_config *cfg, struct listener *ls, s
   }
   for (size_t i = 0; i < *n; i++) {
     if (ls[i].unix_path != NULL) {
-      nbd_uri_format_unix(uri, sizeof uri, ls[i].unix_path, cfg->export_name);
+      nbd_uri_format_unix(uri, sizeof uri - 1, ls[i].unix_path, cfg->export_name);
     } else {
-      nbd_uri_format_tcp(uri, sizeof uri, ls[i].host, ls[i].port, cfg->export_name);
+      nbd_uri_format_tcp(uri, sizeof uri - 1, ls[i].host, ls[i].port, cfg->export_name);
     }
+    uri_mark_tls(uri, sizeof uri);
     printf("diskgate: listening on %s\n", uri);
   }
   fflush(stdout);
@@ -345,6 +403,10 @@ int serve_main(int argc, char **argv)
   if (status >= 0) {
     return status;
   }
+  status = setup_tls(&cfg);
+  if (status != 0) {
+    return status;
+  }
   /* Every thread inherits a mask without SIGINT/SIGTERM; the main thread reads them from a
    * signalfd. SIGPIPE is ignored: sends use MSG_NOSIGNAL, this is for belt and braces. */
   sigemptyset(&mask);
@@ -355,6 +417,7 @@ int serve_main(int argc, char **argv)
   sfd = signalfd(-1, &mask, SFD_CLOEXEC);
   if (sfd < 0) {
     fprintf(stderr, "diskgate serve: signalfd: %s\n", strerror(errno));
+    tls_server_teardown();
     return 1;
   }
   rc = engine_create(cfg.engine, cfg.threads, &engine);
@@ -365,6 +428,7 @@ int serve_main(int argc, char **argv)
   }
   if (rc < 0) {
     fprintf(stderr, "diskgate serve: cannot start the I/O engine: %s\n", strerror(-rc));
+    tls_server_teardown();
     close(sfd);
     return 1;
   }
@@ -377,6 +441,9 @@ int serve_main(int argc, char **argv)
              cfg.path, e->name, (unsigned long long)e->backing->geo.size,
              sync_mode_name(cfg.opts.sync), cache_mode_name(cfg.opts.cache),
              engine_kind_name(cfg.engine), cfg.threads, e->read_only ? ", read-only" : "");
+    if (cfg.tls != TLS_MODE_OFF) {
+      log_info("%s", tls_server_describe());
+    }
     if (cfg.opts.sync == SYNC_NONE && !e->read_only) {
       log_warn("export '%s' is UNSAFE (--sync none): FLUSH and FUA are acknowledged without "
                "syncing; acknowledged writes may be lost if the host crashes or loses power",
@@ -389,6 +456,7 @@ int serve_main(int argc, char **argv)
     }
     export_destroy(e);
     engine_destroy(engine);
+    tls_server_teardown();
     close(sfd);
     return status;
   }
@@ -405,14 +473,26 @@ int serve_main(int argc, char **argv)
   if (cfg.pid_file != NULL && (rc = write_pid_file(cfg.pid_file)) < 0) {
     log_warn("cannot write the pid file %s: %s", cfg.pid_file, strerror(-rc));
   }
+  if (cfg.engine == ENGINE_URING) {
+    rc = loop_start_all(cfg.threads, engine, &server.loops);
+    if (rc < 0) {
+      log_warn("cannot start the event loops (%s); connections use threads", strerror(-rc));
+    } else {
+      server.nloops = cfg.threads;
+    }
+  }
   sig = listen_run(&server, ls, nls, sfd);
   log_info("signal %d: finishing in-flight requests, then exiting", sig);
   for (size_t i = 0; i < nls; i++) {
     listen_close(&ls[i]);
   }
   server_conns_drain(&server);
+  if (server.nloops > 0) {
+    loop_stop_all(server.loops, server.nloops);
+  }
   server_destroy(&server); /* closes the export and its backing */
   engine_destroy(engine);
+  tls_server_teardown();
   if (cfg.pid_file != NULL) {
     unlink(cfg.pid_file);
   }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "server/conn.h"
+#include "server/loop.h"
 #include "util/log.h"
 
 int server_init(struct server *s)
@@ -50,17 +51,27 @@ static void *conn_main(void *arg)
 
   pthread_mutex_lock(&s->lock);
   s->nhandshaking--;
+  c->handshaking = false;
+  if (c->handshake_evicted != 0 && rc < 0) {
+    rc = c->handshake_evicted == 1 ? -ETIMEDOUT : -ECONNABORTED;
+  }
   pthread_mutex_unlock(&s->lock);
   if (rc == 0) {
-    set_recv_timeout(c->fd, 0); /* no idle timeout once negotiated */
+    set_recv_timeout(c->transport.fd, 0); /* no idle timeout once negotiated */
     log_debug("%s: transmission on export '%s'", c->peer, c->export->name);
-    conn_transmission_run(c);
+    if (s->nloops == 0 || transport_is_tls(&c->transport) ||
+        loop_serve_conn(s->loops, s->nloops, c) < 0) {
+      conn_transmission_run(c); /* the thread path: TLS, --engine threads, or no loop */
+    }
   } else if (rc == -ETIMEDOUT) {
     log_info("%s: handshake not finished within %u s; closing", c->peer,
              s->handshake_timeout_s);
   } else if (rc == -ECONNRESET) {
     log_debug("%s: peer closed during the handshake", c->peer);
   }
+  /* With TLS, close_notify before the TCP close (spec "TLS support"; rule 33), unless a
+   * reply could not be sent: the peer is gone. Both connection threads are done here. */
+  transport_close(&c->transport, !c->send_failed);
   pthread_mutex_lock(&s->lock);
   if (c->prev != NULL) {
     c->prev->next = c->next;
@@ -71,7 +82,7 @@ static void *conn_main(void *arg)
     c->next->prev = c->prev;
   }
   s->nconns--;
-  close(c->fd); /* under the lock: drain never shuts down a reused fd */
+  close(c->transport.fd); /* under the lock: drain never shuts down a reused fd */
   pthread_cond_broadcast(&s->cond);
   pthread_mutex_unlock(&s->lock);
   pthread_mutex_destroy(&c->lock);
@@ -88,11 +99,24 @@ int server_conn_start(struct server *s, int fd, const char *peer)
   int rc;
 
   pthread_mutex_lock(&s->lock);
-  if (s->nhandshaking >= s->max_handshakes || atomic_load(&s->stopping)) {
+  if (atomic_load(&s->stopping)) {
     pthread_mutex_unlock(&s->lock);
-    log_warn("%s: refused: %u connections are still negotiating", peer, s->max_handshakes);
     close(fd);
-    return -EAGAIN;
+    return -ESHUTDOWN;
+  }
+  if (s->nhandshaking >= s->max_handshakes) {
+    struct conn *oldest = NULL;
+    for (struct conn *o = s->conns; o != NULL; o = o->next) {
+      if (o->handshaking && o->handshake_evicted == 0) {
+        oldest = o; /* the list is newest first: the last match is the oldest */
+      }
+    }
+    if (oldest != NULL) {
+      oldest->handshake_evicted = 2;
+      shutdown(oldest->transport.fd, SHUT_RDWR);
+      log_warn("%s: %u connections are negotiating; closing the oldest (%s) to make room",
+               peer, s->max_handshakes, oldest->peer);
+    }
   }
   pthread_mutex_unlock(&s->lock);
   c = calloc(1, sizeof *c);
@@ -100,7 +124,7 @@ int server_conn_start(struct server *s, int fd, const char *peer)
     close(fd);
     return -ENOMEM;
   }
-  c->fd = fd;
+  transport_init(&c->transport, fd);
   c->server = s;
   snprintf(c->peer, sizeof c->peer, "%s", peer);
   pthread_mutex_init(&c->lock, NULL);
@@ -115,6 +139,9 @@ int server_conn_start(struct server *s, int fd, const char *peer)
   s->conns = c;
   s->nconns++;
   s->nhandshaking++;
+  c->handshaking = true;
+  clock_gettime(CLOCK_MONOTONIC, &c->handshake_deadline);
+  c->handshake_deadline.tv_sec += s->handshake_timeout_s;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_attr_setstacksize(&attr, 256 * 1024);
@@ -136,6 +163,27 @@ int server_conn_start(struct server *s, int fd, const char *peer)
   return 0;
 }
 
+unsigned server_reap_handshakes(struct server *s)
+{
+  struct timespec now;
+  unsigned n = 0;
+
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  pthread_mutex_lock(&s->lock);
+  for (struct conn *c = s->conns; c != NULL; c = c->next) {
+    bool late = now.tv_sec > c->handshake_deadline.tv_sec ||
+                (now.tv_sec == c->handshake_deadline.tv_sec &&
+                 now.tv_nsec >= c->handshake_deadline.tv_nsec);
+    if (c->handshaking && c->handshake_evicted == 0 && late) {
+      c->handshake_evicted = 1;
+      shutdown(c->transport.fd, SHUT_RDWR); /* its thread wakes, logs and ends */
+      n++;
+    }
+  }
+  pthread_mutex_unlock(&s->lock);
+  return n;
+}
+
 void server_conns_drain(struct server *s)
 {
   struct timespec deadline;
@@ -152,7 +200,7 @@ void server_conns_drain(struct server *s)
     }
   }
   for (struct conn *c = s->conns; c != NULL; c = c->next) {
-    shutdown(c->fd, SHUT_RD); /* readers see EOF; in-flight replies still go out */
+    shutdown(c->transport.fd, SHUT_RD); /* readers see EOF; in-flight replies still go out */
   }
   while (s->nconns > 0) {
     pthread_cond_wait(&s->cond, &s->lock);

@@ -23,6 +23,8 @@ struct server {
   atomic_bool stopping;
   pthread_mutex_t lock;
   pthread_cond_t cond;          /* signalled when a connection ends */
+  struct loop **loops;          /* event loops for plain connections; NULL: threads only */
+  unsigned nloops;
   struct conn *conns;           /* live connections (doubly linked) */
   unsigned nconns;
   unsigned nhandshaking;
@@ -36,8 +38,16 @@ int server_init(struct server *s);
 struct export *server_find_export(struct server *s, const uint8_t *name, size_t length);
 
 /* Takes ownership of an accepted socket and serves it on a new thread. `peer` names it in
- * logs. Returns 0, or -errno (the socket is closed). Main (accepting) thread. */
+ * logs. When max_handshakes connections are already negotiating, the one that has been
+ * negotiating longest is closed to make room (case C13: a flood of clients that never
+ * negotiate cannot lock a real client out). Returns 0, or -errno (the socket is closed).
+ * Main (accepting) thread. */
 int server_conn_start(struct server *s, int fd, const char *peer);
+
+/* Closes every connection whose handshake has outlived server->handshake_timeout_s in all
+ * (a total deadline: a client trickling one byte at a time does not extend it). Returns
+ * how many were closed. Main (accepting) thread, about once a second. */
+unsigned server_reap_handshakes(struct server *s);
 
 /* Seconds connections may take to leave by themselves after SIGTERM/SIGINT. */
 #define SERVER_SHUTDOWN_GRACE_S 1

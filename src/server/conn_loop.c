@@ -1,0 +1,380 @@
+/* conn_loop.c: see conn_loop.h. A connection on a loop is a small state machine:
+ *
+ *   receive buffer --parse--> requests --submit--> backing --complete--> reply queue
+ *        ^                                                                    |
+ *        +---- one RECV in flight at a time      one SENDMSG in flight <------+
+ *
+ * Requests are parsed straight out of the receive buffer; a WRITE payload longer than what
+ * arrived with its header is received directly into the request's buffer. At most
+ * server->max_inflight requests are read and not yet replied to; beyond that no RECV is
+ * posted. Replies leave in completion order, up to SEND_BATCH per SENDMSG. A write that
+ * must wait for another connection's overlapping write (fence.h) waits on a worker thread
+ * (txn_submit), never on the loop. The connection is finished once reading has stopped (DISC, the
+ * peer closed, a protocol error, shutdown) and every request has been replied to.
+ */
+#include "server/conn_loop.h"
+
+#include <errno.h>
+#include <liburing.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "nbd/request.h"
+#include "server/conn.h"
+#include "server/loop.h"
+#include "server/txn.h"
+#include "util/log.h"
+
+#define RECV_BUFFER (256u * 1024u)
+#define SEND_BATCH 64u
+
+struct lconn {
+  struct loop *loop;
+  struct nbd_export_limits limits;
+  size_t header_size;
+  /* receiving */
+  uint8_t *rbuf;
+  size_t rstart, rend;           /* unparsed bytes are rbuf[rstart, rend) */
+  bool recv_posted;
+  bool reading_done;             /* DISC, EOF, error or shutdown: no more requests */
+  struct conn_req *payload_req;  /* a WRITE whose payload is still arriving */
+  uint64_t payload_got;
+  uint64_t discard_left;         /* payload bytes of a refused request still to drop */
+  /* sending */
+  struct conn_req *sendq, *sendq_tail;
+  struct conn_req *sending;      /* the batch of the SENDMSG in flight */
+  unsigned sending_count;
+  bool send_posted;
+  bool send_failed;
+  struct msghdr msg;
+  struct iovec iov[2 * SEND_BATCH];
+  unsigned inflight;             /* requests read and not yet replied to */
+};
+
+static struct io_uring_sqe *sqe_get(struct loop *l)
+{
+  struct io_uring_sqe *sqe;
+
+  while ((sqe = io_uring_get_sqe(loop_ring(l))) == NULL) {
+    io_uring_submit(loop_ring(l));
+  }
+  return sqe;
+}
+
+static void reading_stop(struct conn *c, const char *why)
+{
+  struct lconn *lc = c->loop_state;
+
+  if (!lc->reading_done && why != NULL) {
+    log_info("%s: %s", c->peer, why);
+  }
+  lc->reading_done = true;
+}
+
+void conn_loop_on_reply(struct conn *c, struct conn_req *r)
+{
+  struct lconn *lc = c->loop_state;
+
+  r->next = NULL;
+  if (lc->send_failed) { /* the peer is gone: drop the reply */
+    txn_free(r);
+    lc->inflight--;
+  } else {
+    if (lc->sendq_tail != NULL) {
+      lc->sendq_tail->next = r;
+    } else {
+      lc->sendq = r;
+    }
+    lc->sendq_tail = r;
+  }
+  loop_mark(lc->loop, c);
+}
+
+/* conn->reply_ready for loop connections: any thread. */
+static void reply_ready(struct conn_req *r)
+{
+  struct conn *c = r->conn;
+
+  if (loop_on_thread(c->loop)) {
+    conn_loop_on_reply(c, r);
+  } else {
+    loop_post_reply(c->loop, r);
+  }
+}
+
+int conn_loop_start(struct loop *l, struct conn *c)
+{
+  struct lconn *lc = calloc(1, sizeof *lc);
+
+  if (lc == NULL || (lc->rbuf = malloc(RECV_BUFFER)) == NULL) {
+    free(lc);
+    return -ENOMEM;
+  }
+  lc->loop = l;
+  lc->limits = txn_limits(c);
+  lc->header_size = c->extended_headers ? NBD_EXTENDED_REQUEST_SIZE : NBD_REQUEST_SIZE;
+  c->loop_state = lc;
+  c->reply_ready = reply_ready;
+  return 0;
+}
+
+static void submit(struct conn *c, struct conn_req *r)
+{
+  struct lconn *lc = c->loop_state;
+
+  r->op.engine = loop_engine(lc->loop);
+  txn_submit(r, true);
+}
+
+static void refuse(struct conn *c, const struct nbd_request *req, uint32_t error,
+                   const char *message)
+{
+  struct lconn *lc = c->loop_state;
+  struct conn_req *r = txn_refusal(c, req, error, message);
+
+  if (r == NULL) {
+    reading_stop(c, "out of memory; closing the connection");
+    return;
+  }
+  lc->inflight++;
+  conn_loop_on_reply(c, r);
+}
+
+/* Parses and starts every whole request in the receive buffer. */
+static void parse(struct conn *c)
+{
+  struct lconn *lc = c->loop_state;
+
+  while (!lc->reading_done && lc->payload_req == NULL && lc->inflight < c->server->max_inflight) {
+    size_t avail = lc->rend - lc->rstart;
+    struct nbd_request req;
+    uint64_t payload;
+    uint32_t error;
+    int rc;
+
+    if (lc->discard_left > 0) {
+      size_t n = avail < lc->discard_left ? avail : (size_t)lc->discard_left;
+      lc->rstart += n;
+      lc->discard_left -= n;
+      if (lc->discard_left > 0) {
+        break;
+      }
+      continue;
+    }
+    if (avail < lc->header_size) {
+      break;
+    }
+    rc = c->extended_headers ? nbd_request_decode_extended(lc->rbuf + lc->rstart, &req)
+                             : nbd_request_decode(lc->rbuf + lc->rstart, &req);
+    if (rc < 0) {
+      reading_stop(c, "bad request magic; closing the connection");
+      break;
+    }
+    lc->rstart += lc->header_size;
+    avail -= lc->header_size;
+    if (req.type == NBD_CMD_DISC) {
+      lc->reading_done = true;
+      break;
+    }
+    error = txn_check(c, &lc->limits, &req, &payload);
+    if (error != NBD_SUCCESS) {
+      if (payload > TXN_DRAIN_MAX) {
+        reading_stop(c, "oversized payload refused; closing the connection");
+        break;
+      }
+      lc->discard_left = payload; /* dropped as it arrives (spec rule 24) */
+      refuse(c, &req, error, error == NBD_ESHUTDOWN ? "server is shutting down"
+                                                    : "request refused: invalid for this export");
+      continue;
+    }
+    struct conn_req *r = txn_alloc(c, &req, payload);
+    if (r == NULL) {
+      lc->discard_left = payload;
+      refuse(c, &req, NBD_ENOMEM, "out of memory");
+      continue;
+    }
+    lc->inflight++;
+    if (payload > 0) {
+      size_t n = avail < payload ? avail : (size_t)payload;
+      memcpy(r->buf, lc->rbuf + lc->rstart, n);
+      lc->rstart += n;
+      if (n < payload) {
+        lc->payload_req = r; /* the rest is received straight into r->buf */
+        lc->payload_got = n;
+        break;
+      }
+    }
+    submit(c, r);
+  }
+}
+
+static void post_recv(struct conn *c)
+{
+  struct lconn *lc = c->loop_state;
+  struct io_uring_sqe *sqe;
+  void *dst;
+  size_t len;
+
+  if (lc->recv_posted || lc->reading_done || lc->send_failed ||
+      (lc->payload_req == NULL && lc->inflight >= c->server->max_inflight)) {
+    return;
+  }
+  if (lc->payload_req != NULL) {
+    dst = (uint8_t *)lc->payload_req->buf + lc->payload_got;
+    len = (size_t)(lc->payload_req->req.length - lc->payload_got);
+  } else {
+    if (lc->rstart > 0) { /* keep the unparsed tail at the front */
+      memmove(lc->rbuf, lc->rbuf + lc->rstart, lc->rend - lc->rstart);
+      lc->rend -= lc->rstart;
+      lc->rstart = 0;
+    }
+    dst = lc->rbuf + lc->rend;
+    len = RECV_BUFFER - lc->rend;
+  }
+  sqe = sqe_get(lc->loop);
+  io_uring_prep_recv(sqe, c->transport.fd, dst, len, 0);
+  io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)c | CONN_LOOP_TAG_RECV);
+  lc->recv_posted = true;
+}
+
+void conn_loop_on_recv(struct conn *c, int32_t res)
+{
+  struct lconn *lc = c->loop_state;
+
+  lc->recv_posted = false;
+  loop_mark(lc->loop, c);
+  if (res == -EINTR || res == -EAGAIN) {
+    return;
+  }
+  if (res <= 0) {
+    if (res == 0 && !lc->send_failed && !atomic_load(&c->server->stopping)) {
+      reading_stop(c, "peer closed the connection without NBD_CMD_DISC");
+    } else {
+      reading_stop(c, NULL);
+    }
+    if (lc->payload_req != NULL) { /* a WRITE cut short: never submitted */
+      txn_free(lc->payload_req);
+      lc->payload_req = NULL;
+      lc->inflight--;
+    }
+    return;
+  }
+  if (lc->payload_req != NULL) {
+    lc->payload_got += (uint64_t)res;
+    if (lc->payload_got == lc->payload_req->req.length) {
+      struct conn_req *r = lc->payload_req;
+      lc->payload_req = NULL;
+      submit(c, r);
+    }
+    return;
+  }
+  lc->rend += (size_t)res;
+}
+
+static void post_send(struct conn *c)
+{
+  struct lconn *lc = c->loop_state;
+  struct io_uring_sqe *sqe;
+  unsigned n = 0, count = 0;
+  struct conn_req *r;
+
+  if (lc->send_posted || lc->sendq == NULL) {
+    return;
+  }
+  lc->sending = lc->sendq;
+  for (r = lc->sendq; r != NULL && count < SEND_BATCH; r = r->next) {
+    lc->iov[n].iov_base = r->hdr;
+    lc->iov[n++].iov_len = r->hdr_len;
+    if (r->send_data) {
+      lc->iov[n].iov_base = r->buf;
+      lc->iov[n++].iov_len = txn_data_length(r);
+    }
+    count++;
+    if (r->next == NULL || count == SEND_BATCH) {
+      lc->sendq = r->next;
+      if (lc->sendq == NULL) {
+        lc->sendq_tail = NULL;
+      }
+      r->next = NULL;
+      break;
+    }
+  }
+  lc->sending_count = count;
+  memset(&lc->msg, 0, sizeof lc->msg);
+  lc->msg.msg_iov = lc->iov;
+  lc->msg.msg_iovlen = n;
+  sqe = sqe_get(lc->loop);
+  io_uring_prep_sendmsg(sqe, c->transport.fd, &lc->msg, MSG_NOSIGNAL);
+  io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)c | CONN_LOOP_TAG_SEND);
+  lc->send_posted = true;
+}
+
+static void sending_release(struct conn *c)
+{
+  struct lconn *lc = c->loop_state;
+
+  while (lc->sending != NULL) {
+    struct conn_req *r = lc->sending;
+    lc->sending = r->next;
+    txn_free(r);
+  }
+  lc->inflight -= lc->sending_count;
+  lc->sending_count = 0;
+}
+
+void conn_loop_on_send(struct conn *c, int32_t res)
+{
+  struct lconn *lc = c->loop_state;
+  size_t left = (size_t)(res > 0 ? res : 0);
+
+  lc->send_posted = false;
+  loop_mark(lc->loop, c);
+  if (res < 0 && res != -EINTR && res != -EAGAIN) {
+    lc->send_failed = true; /* the peer is gone: stop reading, drop every reply */
+    shutdown(c->transport.fd, SHUT_RDWR);
+    reading_stop(c, NULL);
+    sending_release(c);
+    while (lc->sendq != NULL) {
+      struct conn_req *r = lc->sendq;
+      lc->sendq = r->next;
+      txn_free(r);
+      lc->inflight--;
+    }
+    lc->sendq_tail = NULL;
+    return;
+  }
+  /* Skip what went out; a partial send goes again from where it stopped. */
+  while (lc->msg.msg_iovlen > 0 && left >= lc->msg.msg_iov[0].iov_len) {
+    left -= lc->msg.msg_iov[0].iov_len;
+    lc->msg.msg_iov++;
+    lc->msg.msg_iovlen--;
+  }
+  if (lc->msg.msg_iovlen > 0) {
+    struct io_uring_sqe *sqe = sqe_get(lc->loop);
+    lc->msg.msg_iov[0].iov_base = (uint8_t *)lc->msg.msg_iov[0].iov_base + left;
+    lc->msg.msg_iov[0].iov_len -= left;
+    io_uring_prep_sendmsg(sqe, c->transport.fd, &lc->msg, MSG_NOSIGNAL);
+    io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)c | CONN_LOOP_TAG_SEND);
+    lc->send_posted = true;
+    return;
+  }
+  sending_release(c);
+}
+
+bool conn_loop_advance(struct conn *c)
+{
+  struct lconn *lc = c->loop_state;
+
+  parse(c);
+  post_send(c);
+  post_recv(c);
+  if (lc->reading_done && lc->inflight == 0 && !lc->send_posted && !lc->recv_posted &&
+      lc->sendq == NULL) {
+    free(lc->rbuf);
+    free(lc);
+    c->loop_state = NULL;
+    return true;
+  }
+  return false;
+}

@@ -1,0 +1,313 @@
+/* loop.c: see loop.h. */
+#include "server/loop.h"
+
+#include <errno.h>
+#include <liburing.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "io/engine_ring.h"
+#include "server/conn.h"
+#include "server/conn_loop.h"
+#include "server/txn.h"
+#include "util/log.h"
+
+#define LOOP_ENTRIES 1024u
+#define LOOP_CQ_ENTRIES 8192u
+#define LOOP_TAG_EVENTFD 4u
+
+struct loop {
+  struct io_uring ring;
+  pthread_t thread;
+  struct engine *engine;   /* ring engine, owned */
+  struct engine *fallback; /* shared workers and rings, not owned */
+  int efd;
+  uint64_t efd_value;      /* the eventfd read's buffer */
+  /* inbox, under lock: connections to adopt, replies completed on other threads */
+  pthread_mutex_t lock;
+  struct conn *inbox_conns;
+  struct conn_req *inbox_replies;
+  bool stopping;
+  /* loop-thread state */
+  struct conn *marked;     /* connections to advance after this batch */
+  unsigned nconns;
+};
+
+static _Thread_local struct loop *current_loop;
+
+struct engine *loop_engine(struct loop *l)
+{
+  return l->engine;
+}
+
+bool loop_on_thread(const struct loop *l)
+{
+  return current_loop == l;
+}
+
+struct io_uring *loop_ring(struct loop *l)
+{
+  return &l->ring;
+}
+
+static void loop_wake(struct loop *l)
+{
+  uint64_t one = 1;
+  ssize_t n = write(l->efd, &one, sizeof one);
+  (void)n; /* a full counter still wakes the loop */
+}
+
+void loop_post_reply(struct loop *l, struct conn_req *r)
+{
+  pthread_mutex_lock(&l->lock);
+  r->next = l->inbox_replies;
+  l->inbox_replies = r;
+  pthread_mutex_unlock(&l->lock);
+  loop_wake(l);
+}
+
+void loop_mark(struct loop *l, struct conn *c)
+{
+  if (!c->loop_marked) {
+    c->loop_marked = true;
+    c->loop_next = l->marked;
+    l->marked = c;
+  }
+}
+
+static void post_eventfd_read(struct loop *l)
+{
+  struct io_uring_sqe *sqe;
+
+  while ((sqe = io_uring_get_sqe(&l->ring)) == NULL) {
+    io_uring_submit(&l->ring);
+  }
+  io_uring_prep_read(sqe, l->efd, &l->efd_value, sizeof l->efd_value, 0);
+  io_uring_sqe_set_data64(sqe, LOOP_TAG_EVENTFD);
+}
+
+/* Takes the inbox: adopts new connections, queues replies completed elsewhere. */
+static void drain_inbox(struct loop *l)
+{
+  struct conn *conns;
+  struct conn_req *replies;
+
+  pthread_mutex_lock(&l->lock);
+  conns = l->inbox_conns;
+  replies = l->inbox_replies;
+  l->inbox_conns = NULL;
+  l->inbox_replies = NULL;
+  pthread_mutex_unlock(&l->lock);
+  while (conns != NULL) {
+    struct conn *c = conns;
+    conns = c->loop_next;
+    c->loop_next = NULL;
+    if (conn_loop_start(l, c) == 0) {
+      l->nconns++;
+      loop_mark(l, c);
+    } else {
+      pthread_mutex_lock(&c->lock); /* could not adopt: let the thread serve it */
+      c->loop_state_failed = true;
+      c->loop_done = true;
+      pthread_cond_broadcast(&c->cond);
+      pthread_mutex_unlock(&c->lock);
+    }
+  }
+  while (replies != NULL) {
+    struct conn_req *r = replies;
+    replies = r->next;
+    conn_loop_on_reply(r->conn, r);
+  }
+}
+
+static void dispatch(struct loop *l, struct io_uring_cqe *cqe)
+{
+  uint64_t data = io_uring_cqe_get_data64(cqe);
+  unsigned tag = (unsigned)(data & ENGINE_RING_TAG_MASK);
+  void *ptr = (void *)(uintptr_t)(data & ~(uint64_t)ENGINE_RING_TAG_MASK);
+
+  switch (tag) {
+  case ENGINE_RING_TAG:
+    engine_ring_complete(data, cqe->res);
+    break;
+  case CONN_LOOP_TAG_RECV:
+    conn_loop_on_recv(ptr, cqe->res);
+    break;
+  case CONN_LOOP_TAG_SEND:
+    conn_loop_on_send(ptr, cqe->res);
+    break;
+  case LOOP_TAG_EVENTFD:
+    drain_inbox(l);
+    post_eventfd_read(l);
+    break;
+  default:
+    log_error("event loop: unexpected completion tag %u", tag);
+    break;
+  }
+}
+
+static void *loop_main(void *arg)
+{
+  struct loop *l = arg;
+
+  current_loop = l;
+  post_eventfd_read(l);
+  for (;;) {
+    struct io_uring_cqe *cqe;
+    unsigned head, seen = 0;
+    int rc = io_uring_submit_and_wait(&l->ring, 1);
+
+    if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY && rc != -ETIME) {
+      log_error("event loop: io_uring_submit_and_wait: %s", strerror(-rc));
+      break;
+    }
+    io_uring_for_each_cqe(&l->ring, head, cqe) {
+      dispatch(l, cqe);
+      seen++;
+    }
+    io_uring_cq_advance(&l->ring, seen);
+    while (l->marked != NULL) {
+      struct conn *c = l->marked;
+      l->marked = c->loop_next;
+      c->loop_next = NULL;
+      c->loop_marked = false;
+      if (conn_loop_advance(c)) {
+        l->nconns--;
+        pthread_mutex_lock(&c->lock); /* wake the connection's thread: it closes the fd */
+        c->loop_done = true;
+        pthread_cond_broadcast(&c->cond);
+        pthread_mutex_unlock(&c->lock);
+      }
+    }
+    pthread_mutex_lock(&l->lock);
+    bool stop = l->stopping && l->nconns == 0 && l->inbox_conns == NULL;
+    pthread_mutex_unlock(&l->lock);
+    if (stop) {
+      break;
+    }
+  }
+  return NULL;
+}
+
+static void loop_free(struct loop *l)
+{
+  engine_ring_destroy(l->engine);
+  io_uring_queue_exit(&l->ring);
+  close(l->efd);
+  pthread_mutex_destroy(&l->lock);
+  free(l);
+}
+
+static int loop_create(struct engine *fallback, struct loop **out)
+{
+  struct io_uring_params p = {0};
+  struct loop *l = calloc(1, sizeof *l);
+  int rc;
+
+  if (l == NULL) {
+    return -ENOMEM;
+  }
+  l->fallback = fallback;
+  pthread_mutex_init(&l->lock, NULL);
+  l->efd = eventfd(0, EFD_CLOEXEC);
+  if (l->efd < 0) {
+    rc = -errno;
+    pthread_mutex_destroy(&l->lock);
+    free(l);
+    return rc;
+  }
+  p.flags = IORING_SETUP_CQSIZE;
+  p.cq_entries = LOOP_CQ_ENTRIES;
+  rc = io_uring_queue_init_params(LOOP_ENTRIES, &l->ring, &p);
+  if (rc < 0) {
+    close(l->efd);
+    pthread_mutex_destroy(&l->lock);
+    free(l);
+    return rc == -EPERM || rc == -ENOSYS || rc == -EINVAL ? -ENOSYS : rc;
+  }
+  rc = -pthread_create(&l->thread, NULL, loop_main, l);
+  if (rc == 0) {
+    rc = engine_ring_create(&l->ring, l->thread, fallback, &l->engine);
+    if (rc < 0) {
+      pthread_mutex_lock(&l->lock);
+      l->stopping = true;
+      pthread_mutex_unlock(&l->lock);
+      loop_wake(l);
+      pthread_join(l->thread, NULL);
+    }
+  }
+  if (rc < 0) {
+    io_uring_queue_exit(&l->ring);
+    close(l->efd);
+    pthread_mutex_destroy(&l->lock);
+    free(l);
+    return rc;
+  }
+  *out = l;
+  return 0;
+}
+
+int loop_start_all(unsigned n, struct engine *fallback, struct loop ***out)
+{
+  struct loop **loops;
+
+  if (n == 0 || n > 64) {
+    return -EINVAL;
+  }
+  loops = calloc(n, sizeof *loops);
+  if (loops == NULL) {
+    return -ENOMEM;
+  }
+  for (unsigned i = 0; i < n; i++) {
+    int rc = loop_create(fallback, &loops[i]);
+    if (rc < 0) {
+      loop_stop_all(loops, i);
+      return rc;
+    }
+  }
+  *out = loops;
+  return 0;
+}
+
+int loop_serve_conn(struct loop **loops, unsigned n, struct conn *c)
+{
+  static atomic_uint next;
+  struct loop *l = loops[atomic_fetch_add(&next, 1) % n];
+  bool failed;
+
+  c->loop = l;
+  pthread_mutex_lock(&l->lock);
+  c->loop_next = l->inbox_conns;
+  l->inbox_conns = c;
+  pthread_mutex_unlock(&l->lock);
+  loop_wake(l);
+  pthread_mutex_lock(&c->lock);
+  while (!c->loop_done) {
+    pthread_cond_wait(&c->cond, &c->lock);
+  }
+  failed = c->loop_state_failed;
+  pthread_mutex_unlock(&c->lock);
+  if (failed) {
+    c->loop = NULL;
+    return -ENOMEM;
+  }
+  return 0;
+}
+
+void loop_stop_all(struct loop **loops, unsigned n)
+{
+  for (unsigned i = 0; i < n; i++) {
+    struct loop *l = loops[i];
+    pthread_mutex_lock(&l->lock);
+    l->stopping = true;
+    pthread_mutex_unlock(&l->lock);
+    loop_wake(l);
+    pthread_join(l->thread, NULL);
+    loop_free(l);
+  }
+  free(loops);
+}

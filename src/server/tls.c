@@ -1,0 +1,498 @@
+/* tls.c: see tls.h. GnuTLS does all the cryptography; this file loads credentials, runs
+ * the server handshake and moves application data.
+ *
+ * Concurrency. During transmission a connection's reader thread calls gnutls_record_recv
+ * while its writer thread calls gnutls_record_send on the same session. The GnuTLS manual
+ * (3.7, section 6.1.5 "Thread safety") allows exactly this: "A gnutls_session_t object
+ * could also be shared by two threads, one sending, the other receiving", provided that
+ * no re-handshake (TLS 1.2) or other sending-and-receiving operation such as a key update
+ * runs meanwhile, that GNUTLS_AUTO_REAUTH is not used, and that termination is done by a
+ * single active thread (or the sender with gnutls_bye(GNUTLS_SHUT_WR)). Hence: the server
+ * never initiates a re-handshake, a key update or post-handshake authentication
+ * (gnutls_init gets neither GNUTLS_AUTO_REAUTH nor GNUTLS_POST_HANDSHAKE_AUTH); a client's
+ * TLS 1.2 renegotiation attempt (GNUTLS_E_REHANDSHAKE on the reader) ends the connection;
+ * and gnutls_bye runs in tls_session_end, after both threads finished (server.c).
+ * Nothing else is shared: the reader and the writer each own their own fields below.
+ * One case the manual does not settle: a TLS 1.3 KeyUpdate *initiated by the client* is
+ * processed inside the reader's gnutls_record_recv, and the manual does not say on which
+ * thread GnuTLS answers it. None of the clients tested (libnbd, QEMU, Python's ssl) sends
+ * one by itself; if one ever matters, serialise the two threads around the session.
+ *
+ * Timeouts. The socket keeps the handshake's SO_RCVTIMEO, so a read blocked in the TLS
+ * handshake returns GNUTLS_E_AGAIN after it; gnutls_handshake_set_timeout bounds the
+ * whole TLS handshake as well (GnuTLS's default pull-timeout function polls the socket). */
+#include "server/tls.h"
+
+#include <errno.h>
+#include <gnutls/gnutls.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "util/log.h"
+
+/* Largest TLS plaintext record (RFC 8446 5.1): the writer packs small replies up to this. */
+#define TLS_RECORD_MAX 16384u
+
+/* Seconds a close_notify may take to leave before the socket is closed anyway. */
+#define TLS_BYE_TIMEOUT_S 2
+
+struct tls_session {
+  gnutls_session_t session;
+  atomic_bool broken;                /* a fatal TLS error: no close_notify at the end */
+  size_t staged;                     /* writer: bytes waiting in stage */
+  uint8_t stage[TLS_RECORD_MAX];     /* writer: small pieces packed into one record */
+};
+
+static struct {
+  enum tls_mode mode;
+  gnutls_certificate_credentials_t x509;  /* or NULL */
+  gnutls_psk_server_credentials_t psk;    /* or NULL */
+  bool verify_clients;                    /* ca-cert.pem present */
+  char describe[160];
+} tls_cfg;
+
+int tls_mode_parse(const char *text, enum tls_mode *out)
+{
+  static const char *const names[] = {"off", "on", "require"};
+
+  for (int i = 0; i < 3; i++) {
+    if (strcmp(text, names[i]) == 0) {
+      *out = (enum tls_mode)i;
+      return 0;
+    }
+  }
+  return -EINVAL;
+}
+
+const char *tls_mode_name(enum tls_mode mode)
+{
+  switch (mode) {
+  case TLS_MODE_ON:
+    return "on";
+  case TLS_MODE_REQUIRE:
+    return "require";
+  default:
+    return "off";
+  }
+}
+
+enum tls_mode tls_server_mode(void)
+{
+  return tls_cfg.mode;
+}
+
+const char *tls_server_describe(void)
+{
+  return tls_cfg.describe[0] != '\0' ? tls_cfg.describe : "TLS off";
+}
+
+/* 0 when `path` is a readable regular file; else -errno, with the reason in err. With
+ * `exists` non-NULL the file is optional: absent, it is 0 with *exists false. */
+static int check_readable(const char *path, bool *exists, char *err, size_t errlen)
+{
+  struct stat st;
+
+  if (stat(path, &st) < 0 || access(path, R_OK) < 0) {
+    int e = errno;
+    /* absent is fine for an optional file; a dangling symbolic link is an error */
+    if (exists != NULL && e == ENOENT && lstat(path, &st) < 0) {
+      *exists = false;
+      return 0;
+    }
+    snprintf(err, errlen, "%s: %s", path, strerror(e));
+    return -e;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    snprintf(err, errlen, "%s: not a regular file", path);
+    return -EINVAL;
+  }
+  if (exists != NULL) {
+    *exists = true;
+  }
+  return 0;
+}
+
+static int load_x509(const char *dir, char *err, size_t errlen)
+{
+  char cert[4096], key[4096], ca[4096], crl[4096];
+  struct stat st;
+  bool have_ca = false, have_crl = false;
+  int rc;
+
+  if (stat(dir, &st) < 0) {
+    int e = errno;
+    snprintf(err, errlen, "--tls-certificates %s: %s", dir, strerror(e));
+    return -e;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    snprintf(err, errlen, "--tls-certificates %s: not a directory", dir);
+    return -ENOTDIR;
+  }
+  if (snprintf(cert, sizeof cert, "%s/server-cert.pem", dir) >= (int)sizeof cert ||
+      snprintf(key, sizeof key, "%s/server-key.pem", dir) >= (int)sizeof key ||
+      snprintf(ca, sizeof ca, "%s/ca-cert.pem", dir) >= (int)sizeof ca ||
+      snprintf(crl, sizeof crl, "%s/ca-crl.pem", dir) >= (int)sizeof crl) {
+    snprintf(err, errlen, "--tls-certificates: directory name too long");
+    return -ENAMETOOLONG;
+  }
+  if ((rc = check_readable(cert, NULL, err, errlen)) < 0 ||
+      (rc = check_readable(key, NULL, err, errlen)) < 0 ||
+      (rc = check_readable(ca, &have_ca, err, errlen)) < 0 ||
+      (rc = check_readable(crl, &have_crl, err, errlen)) < 0) {
+    return rc;
+  }
+  if (gnutls_certificate_allocate_credentials(&tls_cfg.x509) < 0) {
+    snprintf(err, errlen, "out of memory");
+    return -ENOMEM;
+  }
+  rc = gnutls_certificate_set_x509_key_file(tls_cfg.x509, cert, key, GNUTLS_X509_FMT_PEM);
+  if (rc < 0) {
+    snprintf(err, errlen, "%s with %s: %s", cert, key, gnutls_strerror(rc));
+    return -EINVAL;
+  }
+  if (have_ca) {
+    rc = gnutls_certificate_set_x509_trust_file(tls_cfg.x509, ca, GNUTLS_X509_FMT_PEM);
+    if (rc <= 0) {
+      snprintf(err, errlen, "%s: %s", ca, rc < 0 ? gnutls_strerror(rc) : "no certificate in it");
+      return -EINVAL;
+    }
+    tls_cfg.verify_clients = true;
+  }
+  if (have_crl) {
+    rc = gnutls_certificate_set_x509_crl_file(tls_cfg.x509, crl, GNUTLS_X509_FMT_PEM);
+    if (rc < 0) {
+      snprintf(err, errlen, "%s: %s", crl, gnutls_strerror(rc));
+      return -EINVAL;
+    }
+  }
+  gnutls_certificate_set_known_dh_params(tls_cfg.x509, GNUTLS_SEC_PARAM_MEDIUM);
+  return 0;
+}
+
+/* Checks every line of a PSK file: `username:hexkey` (an even number of hex digits), blank
+ * lines allowed. GnuTLS reads the file itself at each handshake. */
+static int check_psk_file(const char *path, char *err, size_t errlen)
+{
+  char line[1024];
+  unsigned lineno = 0, keys = 0;
+  FILE *f;
+  int rc = check_readable(path, NULL, err, errlen);
+
+  if (rc < 0) {
+    return rc;
+  }
+  f = fopen(path, "r");
+  if (f == NULL) {
+    rc = -errno;
+    snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+    return rc;
+  }
+  while (fgets(line, sizeof line, f) != NULL) {
+    size_t len = strcspn(line, "\r\n");
+    char *colon;
+    size_t hex;
+
+    lineno++;
+    line[len] = '\0';
+    if (len == 0) {
+      continue;
+    }
+    colon = strchr(line, ':');
+    hex = colon != NULL ? strlen(colon + 1) : 0;
+    if (colon == NULL || colon == line || hex == 0 || hex % 2 != 0 ||
+        strspn(colon + 1, "0123456789abcdefABCDEF") != hex) {
+      snprintf(err, errlen, "%s line %u: expected username:hexkey", path, lineno);
+      fclose(f);
+      return -EINVAL;
+    }
+    keys++;
+  }
+  fclose(f);
+  if (keys == 0) {
+    snprintf(err, errlen, "%s: no username:hexkey line", path);
+    return -EINVAL;
+  }
+  return 0;
+}
+
+static int load_psk(const char *path, char *err, size_t errlen)
+{
+  int rc = check_psk_file(path, err, errlen);
+
+  if (rc < 0) {
+    return rc;
+  }
+  if (gnutls_psk_allocate_server_credentials(&tls_cfg.psk) < 0) {
+    snprintf(err, errlen, "out of memory");
+    return -ENOMEM;
+  }
+  rc = gnutls_psk_set_server_credentials_file(tls_cfg.psk, path);
+  if (rc < 0) {
+    snprintf(err, errlen, "%s: %s", path, gnutls_strerror(rc));
+    return -EINVAL;
+  }
+  gnutls_psk_set_server_known_dh_params(tls_cfg.psk, GNUTLS_SEC_PARAM_MEDIUM);
+  return 0;
+}
+
+int tls_server_setup(enum tls_mode mode, const char *cert_dir, const char *psk_file,
+                     char *err, size_t errlen)
+{
+  int rc;
+
+  err[0] = '\0';
+  if (mode == TLS_MODE_OFF) {
+    if (cert_dir != NULL || psk_file != NULL) {
+      snprintf(err, errlen, "--tls off cannot take %s (use --tls on or require)",
+               cert_dir != NULL ? "--tls-certificates" : "--tls-psk");
+      return -EINVAL;
+    }
+    return 0;
+  }
+  if (cert_dir == NULL && psk_file == NULL) {
+    snprintf(err, errlen, "--tls %s needs --tls-certificates DIR or --tls-psk FILE",
+             tls_mode_name(mode));
+    return -EINVAL;
+  }
+  if (cert_dir != NULL && psk_file != NULL) {
+    snprintf(err, errlen, "--tls-certificates and --tls-psk cannot be combined");
+    return -EINVAL;
+  }
+  rc = cert_dir != NULL ? load_x509(cert_dir, err, errlen) : load_psk(psk_file, err, errlen);
+  if (rc < 0) {
+    tls_server_teardown();
+    return rc;
+  }
+  tls_cfg.mode = mode;
+  snprintf(tls_cfg.describe, sizeof tls_cfg.describe, "TLS %s (%s)", tls_mode_name(mode),
+           psk_file != NULL ? "PSK"
+           : tls_cfg.verify_clients ? "X.509, client certificates required and verified"
+                                    : "X.509");
+  return 0;
+}
+
+void tls_server_teardown(void)
+{
+  if (tls_cfg.x509 != NULL) {
+    gnutls_certificate_free_credentials(tls_cfg.x509);
+  }
+  if (tls_cfg.psk != NULL) {
+    gnutls_psk_free_server_credentials(tls_cfg.psk);
+  }
+  memset(&tls_cfg, 0, sizeof tls_cfg);
+}
+
+/* Maps a GnuTLS error to -errno. The socket is blocking, so GNUTLS_E_AGAIN only comes from
+ * SO_RCVTIMEO (or the bye's SO_SNDTIMEO). */
+static int tls_errno(int rc)
+{
+  switch (rc) {
+  case GNUTLS_E_AGAIN:
+  case GNUTLS_E_TIMEDOUT:
+    return -ETIMEDOUT;
+  case GNUTLS_E_PREMATURE_TERMINATION:
+  case GNUTLS_E_PULL_ERROR:
+    return -ECONNRESET;
+  case GNUTLS_E_PUSH_ERROR:
+    return -EPIPE;
+  case GNUTLS_E_MEMORY_ERROR:
+    return -ENOMEM;
+  default:
+    return -EPROTO;
+  }
+}
+
+/* Remembers a fatal TLS-level error (not a mere end of the TCP stream: after the drain's
+ * shutdown(SHUT_RD) the replies in flight and the close_notify still go out). */
+static void note_error(struct tls_session *s, int rc)
+{
+  if (gnutls_error_is_fatal(rc) && rc != GNUTLS_E_PREMATURE_TERMINATION &&
+      rc != GNUTLS_E_PULL_ERROR) {
+    atomic_store(&s->broken, true);
+  }
+}
+
+int tls_session_start(int fd, unsigned timeout_s, const char *peer, struct tls_session **out)
+{
+  struct tls_session *s = calloc(1, sizeof *s);
+  const char *errpos = NULL;
+  int rc;
+
+  *out = NULL;
+  if (s == NULL) {
+    return -ENOMEM;
+  }
+  atomic_init(&s->broken, false);
+  rc = gnutls_init(&s->session, GNUTLS_SERVER | GNUTLS_NO_SIGNAL);
+  if (rc < 0) {
+    free(s);
+    return -ENOMEM;
+  }
+  if (tls_cfg.psk != NULL) {
+    rc = gnutls_set_default_priority_append(s->session, "+ECDHE-PSK:+DHE-PSK:+PSK", &errpos, 0);
+    if (rc == 0) {
+      rc = gnutls_credentials_set(s->session, GNUTLS_CRD_PSK, tls_cfg.psk);
+    }
+  } else {
+    rc = gnutls_set_default_priority(s->session);
+    if (rc == 0) {
+      rc = gnutls_credentials_set(s->session, GNUTLS_CRD_CERTIFICATE, tls_cfg.x509);
+    }
+    if (rc == 0 && tls_cfg.verify_clients) {
+      gnutls_certificate_server_set_request(s->session, GNUTLS_CERT_REQUIRE);
+      gnutls_session_set_verify_cert(s->session, NULL, 0); /* chain checked in the handshake */
+    }
+  }
+  if (rc < 0) {
+    log_error("%s: cannot set up a TLS session: %s", peer, gnutls_strerror(rc));
+    gnutls_deinit(s->session);
+    free(s);
+    return -EPROTO;
+  }
+  gnutls_transport_set_int(s->session, fd);
+  gnutls_handshake_set_timeout(s->session, timeout_s * 1000u);
+  do {
+    rc = gnutls_handshake(s->session);
+  } while (rc == GNUTLS_E_INTERRUPTED || rc == GNUTLS_E_WARNING_ALERT_RECEIVED);
+  if (rc < 0) {
+    int err = tls_errno(rc);
+    if (rc == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) {
+      gnutls_datum_t why = {NULL, 0};
+      unsigned status = gnutls_session_get_verify_cert_status(s->session);
+      gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &why, 0);
+      while (why.data != NULL && why.size > 0 && why.data[why.size - 1] <= ' ') {
+        why.data[--why.size] = '\0'; /* GnuTLS ends the text with a space */
+      }
+      log_info("%s: client certificate refused: %s", peer,
+               why.data != NULL ? (const char *)why.data : "not trusted");
+      gnutls_free(why.data);
+    } else if (err == -ETIMEDOUT) {
+      log_debug("%s: TLS handshake timed out", peer); /* server.c logs the deadline */
+    } else {
+      log_info("%s: TLS handshake failed: %s", peer, gnutls_strerror(rc));
+    }
+    gnutls_deinit(s->session);
+    free(s);
+    return err;
+  }
+  if (tls_cfg.verify_clients) { /* belt and braces: the handshake already checked it */
+    unsigned status = 0;
+    if (gnutls_certificate_verify_peers2(s->session, &status) < 0 || status != 0) {
+      log_info("%s: client certificate refused", peer);
+      gnutls_deinit(s->session);
+      free(s);
+      return -EPROTO;
+    }
+  }
+  {
+    char *desc = gnutls_session_get_desc(s->session);
+    log_debug("%s: TLS established: %s", peer, desc != NULL ? desc : "?");
+    gnutls_free(desc);
+  }
+  *out = s;
+  return 0;
+}
+
+int tls_session_read_full(struct tls_session *s, void *buf, size_t len)
+{
+  size_t done = 0;
+
+  while (done < len) {
+    ssize_t n = gnutls_record_recv(s->session, (char *)buf + done, len - done);
+    if (n > 0) {
+      done += (size_t)n;
+      continue;
+    }
+    if (n == 0) {
+      return -ECONNRESET; /* close_notify */
+    }
+    if (n == GNUTLS_E_INTERRUPTED || n == GNUTLS_E_WARNING_ALERT_RECEIVED) {
+      continue;
+    }
+    note_error(s, (int)n);
+    return tls_errno((int)n); /* GNUTLS_E_REHANDSHAKE included: renegotiation is refused */
+  }
+  return 0;
+}
+
+/* Sends len bytes as records of at most TLS_RECORD_MAX. Writer side. */
+static int send_all(struct tls_session *s, const uint8_t *p, size_t len)
+{
+  while (len > 0) {
+    ssize_t n = gnutls_record_send(s->session, p, len);
+    if (n == GNUTLS_E_INTERRUPTED) {
+      continue; /* GnuTLS wants the same arguments again */
+    }
+    if (n < 0) {
+      note_error(s, (int)n);
+      return tls_errno((int)n);
+    }
+    p += n;
+    len -= (size_t)n;
+  }
+  return 0;
+}
+
+int tls_session_writev_full(struct tls_session *s, const struct iovec *iov, int n)
+{
+  int rc;
+
+  s->staged = 0;
+  for (int i = 0; i < n; i++) {
+    const uint8_t *p = iov[i].iov_base;
+    size_t len = iov[i].iov_len;
+
+    while (len > 0) {
+      if (s->staged == 0 && len >= TLS_RECORD_MAX) {
+        size_t whole = len - len % TLS_RECORD_MAX; /* full records straight from the buffer */
+        rc = send_all(s, p, whole);
+        if (rc < 0) {
+          return rc;
+        }
+        p += whole;
+        len -= whole;
+        continue;
+      }
+      size_t take = TLS_RECORD_MAX - s->staged;
+      take = take < len ? take : len;
+      memcpy(s->stage + s->staged, p, take);
+      s->staged += take;
+      p += take;
+      len -= take;
+      if (s->staged == TLS_RECORD_MAX) {
+        rc = send_all(s, s->stage, s->staged);
+        s->staged = 0;
+        if (rc < 0) {
+          return rc;
+        }
+      }
+    }
+  }
+  rc = s->staged > 0 ? send_all(s, s->stage, s->staged) : 0;
+  s->staged = 0;
+  return rc;
+}
+
+void tls_session_end(struct tls_session *s, int fd, bool bye)
+{
+  if (s == NULL) {
+    return;
+  }
+  if (bye && !atomic_load(&s->broken)) {
+    struct timeval tv = {.tv_sec = TLS_BYE_TIMEOUT_S, .tv_usec = 0};
+    int rc;
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    do {
+      rc = gnutls_bye(s->session, GNUTLS_SHUT_WR); /* spec: end TLS before TCP */
+    } while (rc == GNUTLS_E_INTERRUPTED);
+  }
+  gnutls_deinit(s->session);
+  free(s);
+}

@@ -1,0 +1,304 @@
+/* txn.c: see txn.h. */
+#include "server/txn.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/conn.h"
+#include "server/durability.h"
+#include "util/bytes.h"
+#include "util/log.h"
+
+/* Most block status descriptors in one reply (the spec: SHOULD NOT exceed 2^20). */
+#define BLOCK_STATUS_MAX_EXTENTS 16384u
+
+/* Reads at least this long that come back all zeroes are sent as one OFFSET_HOLE chunk
+ * when structured replies are in use and the client did not set DF. */
+#define SPARSE_READ_MIN (64u * 1024u)
+
+_Static_assert(sizeof(struct nbd_extent) == sizeof(struct backing_extent) &&
+                 BACKING_EXTENT_HOLE == NBD_STATE_HOLE && BACKING_EXTENT_ZERO == NBD_STATE_ZERO,
+               "backing extents are base:allocation extents");
+
+struct nbd_export_limits txn_limits(const struct conn *c)
+{
+  struct nbd_export_limits limits = {
+    .size = c->export->backing->geo.size,
+    .transmission_flags = c->transmission_flags,
+    .max_payload = c->export->max_payload,
+    .structured_replies = c->structured_replies,
+    .extended_headers = c->extended_headers,
+    .meta_context = c->meta_context,
+  };
+  return limits;
+}
+
+uint32_t txn_check(struct conn *c, const struct nbd_export_limits *limits,
+                   const struct nbd_request *req, uint64_t *payload)
+{
+  uint32_t error;
+
+  *payload = nbd_request_payload_length(req, c->extended_headers);
+  error = nbd_request_validate(req, limits);
+  if (error == NBD_SUCCESS && *payload > 0 && req->type != NBD_CMD_WRITE) {
+    error = NBD_EINVAL; /* no other command takes a payload here */
+  }
+  if (error == NBD_SUCCESS && atomic_load(&c->server->stopping)) {
+    error = NBD_ESHUTDOWN;
+  }
+  if (error != NBD_SUCCESS) {
+    log_msg(error == NBD_ESHUTDOWN ? LOG_DEBUG : LOG_INFO,
+            "%s: %s offset %llu length %llu flags 0x%x refused with NBD error %u", c->peer,
+            nbd_command_name(req->type), (unsigned long long)req->offset,
+            (unsigned long long)req->length, req->flags, error);
+  }
+  return error;
+}
+
+static enum backing_op_type op_type_of(uint16_t cmd)
+{
+  switch (cmd) {
+  case NBD_CMD_READ:
+    return BACKING_OP_READ;
+  case NBD_CMD_WRITE:
+    return BACKING_OP_WRITE;
+  case NBD_CMD_FLUSH:
+    return BACKING_OP_FLUSH;
+  case NBD_CMD_TRIM:
+    return BACKING_OP_TRIM;
+  case NBD_CMD_CACHE:
+    return BACKING_OP_CACHE;
+  case NBD_CMD_BLOCK_STATUS:
+    return BACKING_OP_BLOCK_STATUS;
+  default:
+    return BACKING_OP_WRITE_ZEROES;
+  }
+}
+
+static bool op_writes(enum backing_op_type type)
+{
+  return type == BACKING_OP_WRITE || type == BACKING_OP_TRIM ||
+         type == BACKING_OP_WRITE_ZEROES;
+}
+
+struct conn_req *txn_alloc(struct conn *c, const struct nbd_request *req, uint64_t payload)
+{
+  struct conn_req *r = calloc(1, sizeof *r);
+  size_t bufsize = (size_t)payload;
+  uint32_t extent_max = 0;
+
+  if (r == NULL) {
+    return NULL;
+  }
+  if (req->type == NBD_CMD_READ) {
+    bufsize = (size_t)req->length;
+  } else if (req->type == NBD_CMD_BLOCK_STATUS) {
+    uint64_t n = (req->flags & NBD_CMD_FLAG_REQ_ONE) ? 1 : req->length / 4096 + 2;
+    extent_max = n > BLOCK_STATUS_MAX_EXTENTS ? BLOCK_STATUS_MAX_EXTENTS : (uint32_t)n;
+    bufsize = (size_t)extent_max * sizeof(struct nbd_extent);
+  }
+  if (bufsize > 0 && posix_memalign(&r->buf, 4096, bufsize) != 0) {
+    free(r);
+    return NULL;
+  }
+  r->conn = c;
+  r->req = *req;
+  r->op.type = op_type_of(req->type);
+  r->op.offset = req->offset;
+  r->op.length = req->length;
+  r->op.buf = r->buf;
+  r->op.extent_max = extent_max;
+  if ((req->flags & NBD_CMD_FLAG_FUA) && op_writes(r->op.type)) {
+    r->op.flags |= BACKING_FLAG_FUA;
+  }
+  if (req->flags & NBD_CMD_FLAG_NO_HOLE) {
+    r->op.flags |= BACKING_FLAG_NO_HOLE;
+  }
+  if (req->flags & NBD_CMD_FLAG_FAST_ZERO) {
+    r->op.flags |= BACKING_FLAG_FAST_ZERO;
+  }
+  return r;
+}
+
+struct conn_req *txn_refusal(struct conn *c, const struct nbd_request *req, uint32_t error,
+                             const char *message)
+{
+  struct conn_req *r = calloc(1, sizeof *r);
+
+  if (r == NULL) {
+    return NULL;
+  }
+  r->conn = c;
+  r->req = *req;
+  txn_reply_encode(r, error, message);
+  return r;
+}
+
+static void txn_complete(struct backing_op *op, int result)
+{
+  struct conn_req *r = (struct conn_req *)op;
+  uint32_t error = nbd_error_from_errno(result);
+
+  if (r->fenced) {
+    fence_end(&r->conn->export->fence, &r->fence_entry);
+    r->fenced = false;
+  }
+  if (result < 0) {
+    log_warn("%s: %s offset %llu length %llu failed: %s", r->conn->peer,
+             nbd_command_name(r->req.type), (unsigned long long)r->req.offset,
+             (unsigned long long)r->req.length, strerror(-result));
+  }
+  txn_reply_encode(r, error, error != NBD_SUCCESS ? strerror(-result) : NULL);
+  r->conn->reply_ready(r);
+}
+
+/* Completes what the backing cannot do itself, as the spec allows: CACHE as a no-op,
+ * BLOCK_STATUS as one allocated extent of unknown contents. Returns true when done. */
+static bool txn_emulate(struct conn_req *r)
+{
+  const struct backing_geometry *geo = &r->conn->export->backing->geo;
+
+  if (r->op.type == BACKING_OP_CACHE && !geo->can_cache) {
+    txn_complete(&r->op, 0);
+    return true;
+  }
+  if (r->op.type == BACKING_OP_BLOCK_STATUS && !geo->can_extents) {
+    struct backing_extent *ex = r->buf;
+    ex[0].length = r->req.length;
+    ex[0].flags = 0;
+    r->op.extent_count = 1;
+    txn_complete(&r->op, 0);
+    return true;
+  }
+  return false;
+}
+
+static void txn_start(struct conn_req *r)
+{
+  int rc;
+
+  if (txn_emulate(r)) {
+    return;
+  }
+  rc = durability_submit(r->conn->export, &r->op, txn_complete);
+  if (rc < 0) {
+    txn_complete(&r->op, rc);
+  }
+}
+
+/* On a worker: wait for the overlapping writes of other connections, then start. */
+static ssize_t fence_wait_call(void *arg)
+{
+  struct conn_req *r = arg;
+
+  fence_begin(&r->conn->export->fence, &r->fence_entry, r->conn, r->req.offset, r->req.length);
+  r->fenced = true;
+  r->op.engine = NULL;        /* submitted from a worker: the backing's own engine */
+  r->op.nonblocking = false;
+  txn_start(r);
+  return 0;
+}
+
+static void fence_call_done(struct engine_req *req, ssize_t result)
+{
+  (void)req;
+  (void)result; /* the request was started by fence_wait_call */
+}
+
+void txn_submit(struct conn_req *r, bool nonblocking)
+{
+  struct export *e = r->conn->export;
+
+  r->op.nonblocking = nonblocking;
+  if (op_writes(r->op.type) && r->req.length > 0) {
+    if (!nonblocking) {
+      fence_begin(&e->fence, &r->fence_entry, r->conn, r->req.offset, r->req.length);
+    } else if (!fence_try_begin(&e->fence, &r->fence_entry, r->conn, r->req.offset,
+                                r->req.length)) {
+      memset(&r->fence_call, 0, sizeof r->fence_call);
+      r->fence_call.opcode = ENGINE_CALL;
+      r->fence_call.call = fence_wait_call;
+      r->fence_call.arg = r;
+      r->fence_call.complete = fence_call_done;
+      if (engine_submit(e->backing->opts.engine, &r->fence_call) == 0) {
+        return;
+      }
+      fence_begin(&e->fence, &r->fence_entry, r->conn, r->req.offset, r->req.length);
+    }
+    r->fenced = true;
+  }
+  txn_start(r);
+}
+
+/* True when the whole buffer is zero bytes; stops at the first non-zero byte. */
+static bool buffer_is_zero(const void *buf, size_t len)
+{
+  const uint8_t *p = buf;
+  return len == 0 || (p[0] == 0 && memcmp(p, p + 1, len - 1) == 0);
+}
+
+void txn_reply_encode(struct conn_req *r, uint32_t error, const char *message)
+{
+  const struct nbd_request *req = &r->req;
+  struct conn *c = r->conn;
+  bool ext = c->extended_headers;
+
+  r->send_data = false;
+  r->data_len = 0;
+  if (error != NBD_SUCCESS && c->structured_replies) {
+    r->hdr_len = nbd_error_reply_encode(r->hdr, ext, req->cookie, req->offset, error, message);
+    return;
+  }
+  if (req->type == NBD_CMD_READ && c->structured_replies) {
+    if (req->length == 0) {
+      r->hdr_len = nbd_reply_header_encode(r->hdr, ext, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_NONE,
+                                           req->cookie, req->offset, 0);
+    } else if (req->length >= SPARSE_READ_MIN && !(req->flags & NBD_CMD_FLAG_DF) &&
+               buffer_is_zero(r->buf, (size_t)req->length)) {
+      size_t n = nbd_reply_header_encode(r->hdr, ext, NBD_REPLY_FLAG_DONE,
+                                         NBD_REPLY_TYPE_OFFSET_HOLE, req->cookie, req->offset, 12);
+      bytes_put_be64(r->hdr + n, req->offset);
+      bytes_put_be32(r->hdr + n + 8, (uint32_t)req->length);
+      r->hdr_len = n + 12;
+    } else {
+      size_t n = nbd_reply_header_encode(r->hdr, ext, NBD_REPLY_FLAG_DONE,
+                                         NBD_REPLY_TYPE_OFFSET_DATA, req->cookie, req->offset,
+                                         8 + req->length);
+      bytes_put_be64(r->hdr + n, req->offset);
+      r->hdr_len = n + 8;
+      r->send_data = true;
+      r->data_len = (size_t)req->length;
+    }
+    return;
+  }
+  if (req->type == NBD_CMD_BLOCK_STATUS && error == NBD_SUCCESS) {
+    r->hdr_len = nbd_block_status_encode(r->hdr, ext, req->cookie, req->offset, 1,
+                                         (struct nbd_extent *)r->buf, r->op.extent_count,
+                                         &r->data_len);
+    r->send_data = true;
+    return;
+  }
+  if (ext) {
+    r->hdr_len = nbd_reply_header_encode(r->hdr, true, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_NONE,
+                                         req->cookie, req->offset, 0);
+    return;
+  }
+  nbd_simple_reply_encode(r->hdr, error, req->cookie);
+  r->hdr_len = NBD_SIMPLE_REPLY_SIZE;
+  if (req->type == NBD_CMD_READ && error == NBD_SUCCESS && req->length > 0) {
+    r->send_data = true;
+    r->data_len = (size_t)req->length;
+  }
+}
+
+size_t txn_data_length(const struct conn_req *r)
+{
+  return r->send_data ? r->data_len : 0;
+}
+
+void txn_free(struct conn_req *r)
+{
+  free(r->buf);
+  free(r);
+}

@@ -1,0 +1,75 @@
+/* txn.h: one request's life, shared by both transmission paths (the reader/writer threads
+ * of conn.c and the io_uring event loops of conn_loop.c): check a decoded request against
+ * the export, allocate it with its buffer, submit it through the fence and the durability
+ * policy, encode its reply in the negotiated style.
+ * Source: doc/proto.md "Transmission phase"; spec rules 16-26, 28-32.
+ * Threads: txn_check/txn_alloc/txn_submit on the connection's reading thread; txn_complete
+ * on any completion thread, which hands the encoded reply to conn->reply_ready. */
+#ifndef DISKGATE_SERVER_TXN_H
+#define DISKGATE_SERVER_TXN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backing/backing.h"
+#include "nbd/request.h"
+#include "server/fence.h"
+
+struct conn;
+
+struct conn_req {
+  struct backing_op op; /* first: completions find the request from the op */
+  struct conn *conn;
+  struct nbd_request req;
+  void *buf;            /* READ data, WRITE payload, BLOCK_STATUS extents; 4096-aligned */
+  bool fenced;          /* fence_entry is registered with the export */
+  struct fence_entry fence_entry;
+  struct engine_req fence_call; /* a worker waiting on the fence for a nonblocking caller */
+  /* the encoded reply */
+  uint8_t hdr[NBD_ERROR_CHUNK_MAX + 16];
+  size_t hdr_len;
+  bool send_data;       /* data_len bytes of buf follow hdr */
+  size_t data_len;
+  struct conn_req *next; /* queues of the transmission path */
+};
+
+/* Payloads we do not want (a refused WRITE) are read and dropped up to this size so the
+ * stream stays in sync; a larger one closes the connection (spec rule 25). */
+#define TXN_DRAIN_MAX (64ull * 1024 * 1024)
+
+/* The limits the connection negotiated, for nbd_request_validate. */
+struct nbd_export_limits txn_limits(const struct conn *c);
+
+/* Checks a decoded request (not DISC). Sets *payload to the bytes that follow the header
+ * (to read, or to discard when refused). Returns NBD_SUCCESS or the NBD error to reply:
+ * validation errors, NBD_EINVAL for a payload on a command other than WRITE, NBD_ESHUTDOWN
+ * once the server is stopping. Logs refusals. */
+uint32_t txn_check(struct conn *c, const struct nbd_export_limits *limits,
+                   const struct nbd_request *req, uint64_t *payload);
+
+/* Allocates a request for a checked `req` with the buffer it needs and its backing op set
+ * up. Returns NULL when out of memory. */
+struct conn_req *txn_alloc(struct conn *c, const struct nbd_request *req, uint64_t payload);
+
+/* Allocates a request whose reply is the error `error` (never reaches the backing), with
+ * the reply encoded. Returns NULL when out of memory. */
+struct conn_req *txn_refusal(struct conn *c, const struct nbd_request *req, uint32_t error,
+                             const char *message);
+
+/* Starts r: completes emulated commands at once, registers writes with the export's fence
+ * and submits through the durability policy. A `nonblocking` caller (an event loop) never
+ * waits: when the fence would block, a worker of the backing's engine waits and submits.
+ * The reply reaches conn->reply_ready exactly once, on any thread. */
+void txn_submit(struct conn_req *r, bool nonblocking);
+
+/* Encodes the reply to r with `error` (an NBD error value) in the negotiated style. */
+void txn_reply_encode(struct conn_req *r, uint32_t error, const char *message);
+
+/* Bytes of r->buf that follow the header on the wire when r->send_data. */
+size_t txn_data_length(const struct conn_req *r);
+
+/* Frees r and its buffer. */
+void txn_free(struct conn_req *r);
+
+#endif

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# TLS with pre-shared keys (--tls-psk FILE, `username:hexkey` lines as nbdkit's and qemu's
+# keys.psk): nbdinfo and nbdcopy with libnbd's tls-psk-file, qemu-img with tls-creds-psk; a
+# wrong key or an unknown user fails the handshake; a plain client is refused.
+. "$SRCDIR/tests/lib.sh"
+. "$SRCDIR/tests/tls/tlslib.sh"
+
+key=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+other=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+mkdir -p "$T/srv" "$T/qemu" "$T/bad"
+printf 'alice:%s\nbob:%s\n' "$key" "$other" >"$T/srv/keys.psk"
+printf 'alice:%s\n' "$key" >"$T/qemu/keys.psk"
+printf 'alice:%s\n' "$other" >"$T/bad/keys.psk"
+truncate -s 16M "$T/disk.img"
+dg_start --tls-psk "$T/srv/keys.psk" "$T/disk.img"   # credentials alone: --tls require
+grep -q "TLS require (PSK)" "$DG_LOG" || fail "start-up log: PSK not announced"
+good="nbds://alice@127.0.0.1:$DG_PORT/?tls-psk-file=$T/qemu/keys.psk"
+assert_eq "$(nbdinfo --size "$good")" 16777216 "size over PSK"
+assert_eq "$(nbdinfo --size "nbds+unix://alice@/?socket=$DG_SOCK&tls-psk-file=$T/qemu/keys.psk")" \
+  16777216 "size over PSK (Unix)"
+if nbdinfo --size "nbds://alice@127.0.0.1:$DG_PORT/?tls-psk-file=$T/bad/keys.psk" >/dev/null 2>&1; then
+  fail "a wrong key was accepted"
+fi
+if nbdinfo --size "nbds://carol@127.0.0.1:$DG_PORT/?tls-psk-file=$T/qemu/keys.psk" >/dev/null 2>&1; then
+  fail "an unknown user was accepted"
+fi
+if nbdinfo --size "$DG_TCP" >/dev/null 2>&1; then fail "a plain client was served"; fi
+qemu-img info --object "tls-creds-psk,id=tls0,dir=$T/qemu,username=alice,endpoint=client" \
+  --image-opts "driver=nbd,host=127.0.0.1,port=$DG_PORT,tls-creds=tls0" >"$T/qi.out" 2>&1 ||
+  { cat "$T/qi.out" >&2; fail "qemu-img info over PSK"; }
+grep -q "virtual size: 16 MiB" "$T/qi.out" || { cat "$T/qi.out" >&2; fail "qemu-img info: size"; }
+mkrandom "$T/src.bin" $((16 * 1024 * 1024))
+nbdcopy "$T/src.bin" "$good" || fail "nbdcopy in over PSK"
+nbdcopy "$good" "$T/out.bin" || fail "nbdcopy out over PSK"
+cmp -s "$T/src.bin" "$T/out.bin" || fail "PSK round trip differs"
+dg_stop
+pass "tls psk"
