@@ -257,6 +257,37 @@ static int block_edge_zero(struct file_backing *fb, uint64_t off, uint64_t len)
   return rc;
 }
 
+/* TRIM or WRITE_ZEROES on a block device: [off, a) and [b, end) are partial blocks (either
+ * may be empty), [a, b) whole blocks (maybe empty). Partial blocks are zeroed by RMW (a
+ * TRIM leaves them: it is advisory); whole blocks go to the device. When no boundary lies
+ * inside the range (a > b), it is one partial block. */
+static int block_trim_zero(struct file_backing *fb, uint64_t off, uint64_t len, bool discard,
+                           bool no_hole, bool fast)
+{
+  uint64_t lbs = fb->base.geo.logical_block_size;
+  uint64_t end = off + len;
+  uint64_t a = bytes_align_up(off, lbs), b = bytes_align_down(end, lbs);
+  int rc = 0;
+
+  if (a > b) {
+    return discard ? 0 : block_edge_zero(fb, off, len);
+  }
+  if (fast && !discard && a < b) {
+    /* Check the fast path first, so a refusal changes nothing. */
+    rc = block_range_call(fb, a, b - a, false, no_hole, true);
+  }
+  if (rc == 0 && !discard && a > off) {
+    rc = block_edge_zero(fb, off, a - off);
+  }
+  if (rc == 0 && a < b && !(fast && !discard)) {
+    rc = block_range_call(fb, a, b - a, discard, no_hole, false);
+  }
+  if (rc == 0 && !discard && end > b) {
+    rc = block_edge_zero(fb, b, end - b);
+  }
+  return rc;
+}
+
 static ssize_t trim_zero_call(void *arg)
 {
   struct backing_op *op = arg;
@@ -268,25 +299,7 @@ static ssize_t trim_zero_call(void *arg)
   int rc = 0;
 
   if (fb->is_block) {
-    uint64_t lbs = fb->base.geo.logical_block_size;
-    uint64_t a = bytes_align_up(off, lbs), b = bytes_align_down(off + len, lbs);
-    if (a >= b) { /* within one block: a small RMW is as fast as zeroing can be */
-      rc = discard ? 0 : block_edge_zero(fb, off, len);
-    } else {
-      if (fast && !discard) {
-        /* Check the fast path first, so a refusal changes nothing. */
-        rc = block_range_call(fb, a, b - a, false, no_hole, true);
-      }
-      if (rc == 0 && !discard && a > off) {
-        rc = block_edge_zero(fb, off, a - off);
-      }
-      if (rc == 0 && !(fast && !discard)) {
-        rc = block_range_call(fb, a, b - a, discard, no_hole, false);
-      }
-      if (rc == 0 && !discard && b < off + len) {
-        rc = block_edge_zero(fb, b, off + len - b);
-      }
-    }
+    rc = block_trim_zero(fb, off, len, discard, no_hole, fast);
   } else if (discard) {
     if (fallocate(fb->fd_buffered, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
                   (off_t)len) < 0 && !not_supported(errno)) {
@@ -481,6 +494,10 @@ int file_io_submit(struct backing *b, struct backing_op *op)
     break;
   case BACKING_OP_BLOCK_STATUS:
   case BACKING_OP_CACHE:
+    if (op->type == BACKING_OP_CACHE && op->length == 0) {
+      op->done(op, 0); /* nothing to prefetch, like the other zero-length commands */
+      return 0;
+    }
     if (op->length == 0 || (op->type == BACKING_OP_BLOCK_STATUS && op->extent_max == 0)) {
       return -EINVAL;
     }

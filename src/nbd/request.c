@@ -61,7 +61,10 @@ void nbd_request_encode(uint8_t out[NBD_REQUEST_SIZE], const struct nbd_request 
 uint64_t nbd_request_payload_length(const struct nbd_request *req, bool extended_headers)
 {
   if (extended_headers) {
-    return (req->flags & NBD_CMD_FLAG_PAYLOAD_LEN) ? req->length : 0;
+    /* A WRITE's data is on the wire even when a faulty client left PAYLOAD_LEN out (the
+     * request is then refused): reading length 0 would parse the data as requests. */
+    return (req->type == NBD_CMD_WRITE || (req->flags & NBD_CMD_FLAG_PAYLOAD_LEN)) ? req->length
+                                                                                    : 0;
   }
   return req->type == NBD_CMD_WRITE ? req->length : 0;
 }

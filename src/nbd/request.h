@@ -49,7 +49,8 @@ void nbd_request_encode_extended(uint8_t out[NBD_EXTENDED_REQUEST_SIZE],
 void nbd_request_encode(uint8_t out[NBD_REQUEST_SIZE], const struct nbd_request *req);
 
 /* Bytes of payload that follow the header on the wire: compact headers: the length of a
- * WRITE, else 0; extended headers: the length when NBD_CMD_FLAG_PAYLOAD_LEN is set, else 0.
+ * WRITE, else 0; extended headers: the length of a WRITE (with or without the
+ * NBD_CMD_FLAG_PAYLOAD_LEN it must carry) or of any request with PAYLOAD_LEN, else 0.
  * The server reads (or discards) exactly this much whether or not the request is valid,
  * so the next header parses (spec rule 24). */
 uint64_t nbd_request_payload_length(const struct nbd_request *req, bool extended_headers);

@@ -92,28 +92,34 @@ static void *writer_main(void *arg)
       pthread_mutex_unlock(&c->lock);
       shutdown(c->transport.fd, SHUT_RDWR); /* the peer is gone: wake the reader */
     }
+    size_t bytes = 0;
     while (batch != NULL) {
       r = batch->next;
+      bytes += batch->cost;
       txn_free(batch);
       batch = r;
     }
     pthread_mutex_lock(&c->lock);
     c->inflight -= count;
+    c->inflight_bytes -= bytes;
     pthread_cond_broadcast(&c->cond);
     pthread_mutex_unlock(&c->lock);
   }
 }
 
-/* Waits until fewer than `limit` requests are in flight, then counts one more (when
- * `take`). */
-static void inflight_wait(struct conn *c, unsigned limit, bool take)
+/* Waits until fewer than `limit` requests are in flight and `cost` more buffer bytes fit
+ * the byte budget (or nothing is in flight), then counts one more request of that cost
+ * (when `take`). */
+static void inflight_wait(struct conn *c, unsigned limit, bool take, size_t cost)
 {
   pthread_mutex_lock(&c->lock);
-  while (c->inflight >= limit) {
+  while (c->inflight >= limit ||
+         (c->inflight > 0 && c->inflight_bytes + cost > TXN_INFLIGHT_BYTES_MAX)) {
     pthread_cond_wait(&c->cond, &c->lock);
   }
   if (take) {
     c->inflight++;
+    c->inflight_bytes += cost;
   }
   pthread_mutex_unlock(&c->lock);
 }
@@ -127,7 +133,7 @@ static int reply_refuse(struct conn *c, const struct nbd_request *req, uint32_t 
   if (r == NULL) {
     return -ENOMEM;
   }
-  inflight_wait(c, c->server->max_inflight, true);
+  inflight_wait(c, c->server->max_inflight, true, 0);
   reply_queue(r);
   return 0;
 }
@@ -166,8 +172,8 @@ static int request_handle_one(struct conn *c, const struct nbd_export_limits *li
   error = txn_check(c, limits, &req, &payload);
   if (error != NBD_SUCCESS) {
     if (payload > TXN_DRAIN_MAX) {
-      log_warn("%s: %s with a %llu-byte payload refused; closing the connection", c->peer,
-               nbd_command_name(req.type), (unsigned long long)payload);
+      log_warn("%s: oversized payload refused (%s with %llu bytes); closing the connection",
+               c->peer, nbd_command_name(req.type), (unsigned long long)payload);
       return -E2BIG;
     }
     if (payload > 0) {
@@ -179,6 +185,7 @@ static int request_handle_one(struct conn *c, const struct nbd_export_limits *li
     return reply_refuse(c, &req, error, error == NBD_ESHUTDOWN ? "server is shutting down"
                                                                : "request refused: invalid for this export");
   }
+  inflight_wait(c, c->server->max_inflight, false, txn_cost(&req, payload)); /* the budget */
   r = txn_alloc(c, &req, payload);
   if (r == NULL) {
     rc = payload > 0 ? transport_discard(&c->transport, payload) : 0;
@@ -191,7 +198,7 @@ static int request_handle_one(struct conn *c, const struct nbd_export_limits *li
       return rc;
     }
   }
-  inflight_wait(c, c->server->max_inflight, true);
+  inflight_wait(c, c->server->max_inflight, true, r->cost);
   txn_submit(r, false);
   return 0;
 }
@@ -212,10 +219,11 @@ void conn_transmission_run(struct conn *c)
   } while (rc == 0);
   if (rc == -ECONNRESET && !c->send_failed) {
     log_info("%s: peer closed the connection without NBD_CMD_DISC", c->peer);
-  } else if (rc < 0 && rc != -ECONNRESET && !atomic_load(&c->server->stopping)) {
-    log_info("%s: connection ends: %s", c->peer, strerror(-rc));
+  } else if (rc < 0 && rc != -ECONNRESET && rc != -EPROTO && rc != -E2BIG &&
+             !atomic_load(&c->server->stopping)) {
+    log_info("%s: connection ends: %s", c->peer, strerror(-rc)); /* EPROTO, E2BIG: logged */
   }
-  inflight_wait(c, 1, false); /* every request replied to (or dropped if the peer left) */
+  inflight_wait(c, 1, false, 0); /* every request replied to (or dropped if the peer left) */
   pthread_mutex_lock(&c->lock);
   c->closing = true;
   pthread_cond_broadcast(&c->cond);

@@ -7,6 +7,7 @@
 #define DISKGATE_SERVER_CONN_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -36,6 +37,8 @@ struct conn {
   pthread_mutex_t lock;
   pthread_cond_t cond;
   unsigned inflight;           /* requests read and not yet replied to */
+  size_t inflight_bytes;       /* their buffers (txn.h: TXN_INFLIGHT_BYTES_MAX) */
+  atomic_uint failures;        /* requests that failed in the backing (log rate limit) */
   bool send_failed;            /* a reply could not be sent: stop reading */
   bool closing;                /* the reader is done: the writer exits once drained */
   struct conn_req *reply_head; /* replies ready to send, in completion order */

@@ -50,6 +50,8 @@ struct lconn {
   struct msghdr msg;
   struct iovec iov[2 * SEND_BATCH];
   unsigned inflight;             /* requests read and not yet replied to */
+  size_t inflight_bytes;         /* their buffers, against TXN_INFLIGHT_BYTES_MAX */
+  bool parse_blocked;            /* the limits stopped parsing: wait for replies */
 };
 
 static struct io_uring_sqe *sqe_get(struct loop *l)
@@ -78,6 +80,7 @@ void conn_loop_on_reply(struct conn *c, struct conn_req *r)
 
   r->next = NULL;
   if (lc->send_failed) { /* the peer is gone: drop the reply */
+    lc->inflight_bytes -= r->cost;
     txn_free(r);
     lc->inflight--;
   } else {
@@ -146,8 +149,13 @@ static void parse(struct conn *c)
 {
   struct lconn *lc = c->loop_state;
 
-  while (!lc->reading_done && lc->payload_req == NULL && lc->inflight < c->server->max_inflight) {
+  lc->parse_blocked = false;
+  while (!lc->reading_done && lc->payload_req == NULL) {
     size_t avail = lc->rend - lc->rstart;
+    if (lc->inflight >= c->server->max_inflight) {
+      lc->parse_blocked = true;
+      break;
+    }
     struct nbd_request req;
     uint64_t payload;
     uint32_t error;
@@ -169,6 +177,12 @@ static void parse(struct conn *c)
                              : nbd_request_decode(lc->rbuf + lc->rstart, &req);
     if (rc < 0) {
       reading_stop(c, "bad request magic; closing the connection");
+      break;
+    }
+    if (lc->inflight > 0 && req.type != NBD_CMD_DISC &&
+        lc->inflight_bytes + txn_cost(&req, nbd_request_payload_length(&req, c->extended_headers)) >
+          TXN_INFLIGHT_BYTES_MAX) {
+      lc->parse_blocked = true; /* the byte budget: wait until replies free some */
       break;
     }
     lc->rstart += lc->header_size;
@@ -195,6 +209,7 @@ static void parse(struct conn *c)
       continue;
     }
     lc->inflight++;
+    lc->inflight_bytes += r->cost;
     if (payload > 0) {
       size_t n = avail < payload ? avail : (size_t)payload;
       memcpy(r->buf, lc->rbuf + lc->rstart, n);
@@ -217,7 +232,7 @@ static void post_recv(struct conn *c)
   size_t len;
 
   if (lc->recv_posted || lc->reading_done || lc->send_failed ||
-      (lc->payload_req == NULL && lc->inflight >= c->server->max_inflight)) {
+      (lc->payload_req == NULL && lc->parse_blocked)) {
     return;
   }
   if (lc->payload_req != NULL) {
@@ -231,6 +246,9 @@ static void post_recv(struct conn *c)
     }
     dst = lc->rbuf + lc->rend;
     len = RECV_BUFFER - lc->rend;
+    if (len == 0) {
+      return; /* full of requests we cannot start yet (a zero-length RECV would read as EOF) */
+    }
   }
   sqe = sqe_get(lc->loop);
   io_uring_prep_recv(sqe, c->transport.fd, dst, len, 0);
@@ -254,6 +272,7 @@ void conn_loop_on_recv(struct conn *c, int32_t res)
       reading_stop(c, NULL);
     }
     if (lc->payload_req != NULL) { /* a WRITE cut short: never submitted */
+      lc->inflight_bytes -= lc->payload_req->cost;
       txn_free(lc->payload_req);
       lc->payload_req = NULL;
       lc->inflight--;
@@ -317,6 +336,7 @@ static void sending_release(struct conn *c)
   while (lc->sending != NULL) {
     struct conn_req *r = lc->sending;
     lc->sending = r->next;
+    lc->inflight_bytes -= r->cost;
     txn_free(r);
   }
   lc->inflight -= lc->sending_count;
@@ -338,6 +358,7 @@ void conn_loop_on_send(struct conn *c, int32_t res)
     while (lc->sendq != NULL) {
       struct conn_req *r = lc->sendq;
       lc->sendq = r->next;
+      lc->inflight_bytes -= r->cost;
       txn_free(r);
       lc->inflight--;
     }

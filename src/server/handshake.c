@@ -86,8 +86,9 @@ static int option_info_go(struct conn *c, uint32_t option, const uint8_t *payloa
   }
   e = server_find_export(c->server, req.name, req.name_length);
   if (e == NULL) {
-    log_info("%s: client asked for unknown export '%.*s'", c->peer,
-             (int)(req.name_length > 64 ? 64 : req.name_length), (const char *)req.name);
+    char name[96];
+    log_info("%s: client asked for unknown export '%s'", c->peer,
+             log_escape(name, sizeof name, req.name, req.name_length));
     return reply_error(c, option, NBD_REP_ERR_UNKNOWN, "unknown export");
   }
   rc = send_info(c, option, e, &req);

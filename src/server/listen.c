@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -140,7 +141,13 @@ int listen_open_unix(struct listener *l, const char *path)
       close(fd);
       return rc;
     }
-    /* A socket file exists: live if someone accepts on it, else stale. */
+    /* Something exists at the path. Only a socket is ours to replace (a stale one, if
+     * nobody accepts on it): never unlink a regular file, a link or anything else. */
+    struct stat st;
+    if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+      close(fd);
+      return -EEXIST;
+    }
     int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     bool live = probe >= 0 && connect(probe, (struct sockaddr *)&addr, sizeof addr) == 0;
     if (probe >= 0) {

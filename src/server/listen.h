@@ -25,7 +25,9 @@ int listen_parse_address(const char *text, char *host, size_t host_size, unsigne
 int listen_open_tcp(struct listener *l, const char *host, unsigned port);
 
 /* Binds and listens on a Unix socket at `path`, replacing a stale socket file but refusing
- * one that a live server still accepts on (-EADDRINUSE). Returns 0 or -errno. */
+ * one that a live server still accepts on (-EADDRINUSE) and anything at the path that is
+ * not a socket (-EEXIST: a regular file, a link, a directory is never removed).
+ * Returns 0 or -errno. */
 int listen_open_unix(struct listener *l, const char *path);
 
 /* Accepts connections on the listeners and hands them to the server until a signal in

@@ -4,6 +4,7 @@
 #include "server/serve.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -344,7 +345,9 @@ static int open_listeners(const struct serve_config *cfg, struct listener *ls, s
       rc = listen_open_unix(&ls[*n], abs);
       if (rc < 0) {
         fprintf(stderr, "diskgate serve: cannot listen on %s: %s\n", abs,
-                rc == -EADDRINUSE ? "another server is accepting there" : strerror(-rc));
+                rc == -EADDRINUSE ? "another server is accepting there"
+                : rc == -EEXIST   ? "the path exists and is not a socket (it is left alone)"
+                                  : strerror(-rc));
       }
     }
     if (rc < 0) {
@@ -366,6 +369,30 @@ static int open_listeners(const struct serve_config *cfg, struct listener *ls, s
     printf("diskgate: listening on %s\n", uri);
   }
   fflush(stdout);
+  return 0;
+}
+
+/* Checks, before anything is served, that the pid file can be written (its directory
+ * exists and is writable): a bad --pid-file is a bad command line. Returns 0 or 2. */
+static int pid_file_probe(const char *path)
+{
+  char tmp[PATH_MAX];
+  int fd;
+
+  if (path == NULL) {
+    return 0;
+  }
+  if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+    fprintf(stderr, "diskgate serve: --pid-file %s: name too long\n", path);
+    return 2;
+  }
+  fd = open(tmp, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    fprintf(stderr, "diskgate serve: --pid-file %s: %s\n", path, strerror(errno));
+    return 2;
+  }
+  close(fd);
+  unlink(tmp);
   return 0;
 }
 
@@ -432,7 +459,10 @@ int serve_main(int argc, char **argv)
     close(sfd);
     return 1;
   }
-  status = open_export(&cfg, engine, &e);
+  status = pid_file_probe(cfg.pid_file);
+  if (status == 0) {
+    status = open_export(&cfg, engine, &e);
+  }
   if (status == 0) {
     status = open_listeners(&cfg, ls, &nls);
   }
@@ -471,7 +501,7 @@ int serve_main(int argc, char **argv)
   server.exports[0] = e;
   server.nexports = 1;
   if (cfg.pid_file != NULL && (rc = write_pid_file(cfg.pid_file)) < 0) {
-    log_warn("cannot write the pid file %s: %s", cfg.pid_file, strerror(-rc));
+    log_warn("cannot write the pid file %s: %s", cfg.pid_file, strerror(-rc)); /* probed */
   }
   if (cfg.engine == ENGINE_URING) {
     rc = loop_start_all(cfg.threads, engine, &server.loops);

@@ -202,6 +202,20 @@ void server_conns_drain(struct server *s)
   for (struct conn *c = s->conns; c != NULL; c = c->next) {
     shutdown(c->transport.fd, SHUT_RD); /* readers see EOF; in-flight replies still go out */
   }
+  /* A client that does not read its replies would hold shutdown forever: after
+   * SERVER_SHUTDOWN_SEND_S, its replies are dropped (in-flight I/O still completes). */
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += SERVER_SHUTDOWN_SEND_S;
+  while (s->nconns > 0) {
+    if (pthread_cond_timedwait(&s->cond, &s->lock, &deadline) == ETIMEDOUT) {
+      for (struct conn *c = s->conns; c != NULL; c = c->next) {
+        log_warn("%s: replies not read within %d s of shutdown; dropping them", c->peer,
+                 SERVER_SHUTDOWN_SEND_S);
+        shutdown(c->transport.fd, SHUT_RDWR);
+      }
+      break;
+    }
+  }
   while (s->nconns > 0) {
     pthread_cond_wait(&s->cond, &s->lock);
   }

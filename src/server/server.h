@@ -51,6 +51,8 @@ unsigned server_reap_handshakes(struct server *s);
 
 /* Seconds connections may take to leave by themselves after SIGTERM/SIGINT. */
 #define SERVER_SHUTDOWN_GRACE_S 1
+/* Seconds after that for the replies in flight to be read by their clients. */
+#define SERVER_SHUTDOWN_SEND_S 5
 
 /* Shuts down: for up to SERVER_SHUTDOWN_GRACE_S connections keep running but new requests
  * get NBD_ESHUTDOWN (and options NBD_REP_ERR_SHUTDOWN); then reading stops on every

@@ -82,22 +82,33 @@ static bool op_writes(enum backing_op_type type)
          type == BACKING_OP_WRITE_ZEROES;
 }
 
+static uint32_t extent_max_of(const struct nbd_request *req)
+{
+  uint64_t n = (req->flags & NBD_CMD_FLAG_REQ_ONE) ? 1 : req->length / 4096 + 2;
+  return n > BLOCK_STATUS_MAX_EXTENTS ? BLOCK_STATUS_MAX_EXTENTS : (uint32_t)n;
+}
+
+size_t txn_cost(const struct nbd_request *req, uint64_t payload)
+{
+  if (req->type == NBD_CMD_READ) {
+    return (size_t)req->length;
+  }
+  if (req->type == NBD_CMD_BLOCK_STATUS) {
+    return (size_t)extent_max_of(req) * sizeof(struct nbd_extent);
+  }
+  return (size_t)payload;
+}
+
 struct conn_req *txn_alloc(struct conn *c, const struct nbd_request *req, uint64_t payload)
 {
   struct conn_req *r = calloc(1, sizeof *r);
-  size_t bufsize = (size_t)payload;
-  uint32_t extent_max = 0;
+  size_t bufsize = txn_cost(req, payload);
+  uint32_t extent_max = req->type == NBD_CMD_BLOCK_STATUS ? extent_max_of(req) : 0;
 
   if (r == NULL) {
     return NULL;
   }
-  if (req->type == NBD_CMD_READ) {
-    bufsize = (size_t)req->length;
-  } else if (req->type == NBD_CMD_BLOCK_STATUS) {
-    uint64_t n = (req->flags & NBD_CMD_FLAG_REQ_ONE) ? 1 : req->length / 4096 + 2;
-    extent_max = n > BLOCK_STATUS_MAX_EXTENTS ? BLOCK_STATUS_MAX_EXTENTS : (uint32_t)n;
-    bufsize = (size_t)extent_max * sizeof(struct nbd_extent);
-  }
+  r->cost = bufsize;
   if (bufsize > 0 && posix_memalign(&r->buf, 4096, bufsize) != 0) {
     free(r);
     return NULL;
@@ -145,9 +156,16 @@ static void txn_complete(struct backing_op *op, int result)
     r->fenced = false;
   }
   if (result < 0) {
-    log_warn("%s: %s offset %llu length %llu failed: %s", r->conn->peer,
-             nbd_command_name(r->req.type), (unsigned long long)r->req.offset,
-             (unsigned long long)r->req.length, strerror(-result));
+    /* One line per failure, but a full disk fails thousands of writes: after the first
+     * ten on a connection, one line per thousand. */
+    unsigned n = atomic_fetch_add(&r->conn->failures, 1) + 1;
+    if (n <= 10 || n % 1000 == 0) {
+      log_warn("%s: %s offset %llu length %llu failed: %s%s", r->conn->peer,
+               nbd_command_name(r->req.type), (unsigned long long)r->req.offset,
+               (unsigned long long)r->req.length, strerror(-result),
+               n == 10 ? " (further failures are logged once per 1000)"
+                       : n > 10 ? " (1000 more failures)" : "");
+    }
   }
   txn_reply_encode(r, error, error != NBD_SUCCESS ? strerror(-result) : NULL);
   r->conn->reply_ready(r);

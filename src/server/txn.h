@@ -23,6 +23,7 @@ struct conn_req {
   struct conn *conn;
   struct nbd_request req;
   void *buf;            /* READ data, WRITE payload, BLOCK_STATUS extents; 4096-aligned */
+  size_t cost;          /* bytes of buf: counted against the connection's byte budget */
   bool fenced;          /* fence_entry is registered with the export */
   struct fence_entry fence_entry;
   struct engine_req fence_call; /* a worker waiting on the fence for a nonblocking caller */
@@ -37,6 +38,14 @@ struct conn_req {
 /* Payloads we do not want (a refused WRITE) are read and dropped up to this size so the
  * stream stays in sync; a larger one closes the connection (spec rule 25). */
 #define TXN_DRAIN_MAX (64ull * 1024 * 1024)
+
+/* Bytes of request buffers (READ data, WRITE payloads) one connection may hold at once:
+ * a client that sends requests but does not read its replies holds at most this much
+ * memory (the first request is always let through, whatever its size). */
+#define TXN_INFLIGHT_BYTES_MAX (64u * 1024u * 1024u)
+
+/* The buffer bytes a checked request will hold (its cost against the budget). */
+size_t txn_cost(const struct nbd_request *req, uint64_t payload);
 
 /* The limits the connection negotiated, for nbd_request_validate. */
 struct nbd_export_limits txn_limits(const struct conn *c);

@@ -223,9 +223,12 @@ static void test_rule16_payload_length_extended_follows_payload_len_flag(void **
 
   (void)state;
   assert_true(nbd_request_payload_length(&r, true) == UINT64_C(0x100000000));
-  /* An extended WRITE without PAYLOAD_LEN carries no payload (and is invalid). */
+  /* Regression: an extended WRITE without PAYLOAD_LEN (a client bug: the flag is a MUST)
+   * still has its data on the wire, as QEMU's server assumes too; taking length as 0 made
+   * the server parse the client's data as requests. It is consumed, then refused. */
   r.flags = 0;
-  assert_true(nbd_request_payload_length(&r, true) == 0);
+  r.length = 512;
+  assert_true(nbd_request_payload_length(&r, true) == 512);
   /* PAYLOAD_LEN on another command still frames a payload the server must skip. */
   r.type = NBD_CMD_READ;
   r.flags = NBD_CMD_FLAG_PAYLOAD_LEN;

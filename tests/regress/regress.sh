@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Regression tests for faults found by adversarial testing: each check names its fault.
+. "$SRCDIR/tests/lib.sh"
+export PYTHONDONTWRITEBYTECODE=1
+R="$SRCDIR/tests/regress/regress.py"
+
+# 1. WRITE_ZEROES across one sector boundary on block devices (512 and 4096-byte sectors).
+for ss in 512 4096; do
+  truncate -s 8M "$T/dev$ss.img"
+  loopdev=$(losetup --sector-size $ss -f --show "$T/dev$ss.img")
+  DG_CLEANUP_EXTRA="${DG_CLEANUP_EXTRA:+$DG_CLEANUP_EXTRA; }losetup -d $loopdev 2>/dev/null"
+  for cache in writeback direct; do
+    dg_start --cache $cache "$loopdev"
+    $PY "$R" zero_edges "$DG_SOCK" $ss || fail "zero edges, $ss-byte sectors, $cache"
+    kill -0 "$DG_PID" || fail "server died (zero edges, $ss, $cache)"
+    dg_stop
+  done
+done
+
+# 2. --socket naming an existing regular file must not delete it.
+echo precious >"$T/precious.txt"
+truncate -s 1M "$T/disk.img"
+rc=0; "$DISKGATE" serve --socket "$T/precious.txt" "$T/disk.img" >"$T/out" 2>"$T/err" || rc=$?
+assert_eq "$rc" 2 "exit status with a regular file as --socket"
+assert_eq "$(wc -l <"$T/err")" 1 "stderr lines"
+assert_eq "$(cat "$T/precious.txt")" precious "the file at --socket"
+
+# 3. A pid file in a missing directory is a bad command line.
+rc=0; "$DISKGATE" serve --socket "$T/p.sock" --pid-file "$T/nodir/pid" "$T/disk.img" >"$T/out" 2>"$T/err" || rc=$?
+assert_eq "$rc" 2 "exit status with --pid-file in a missing directory"
+assert_eq "$(wc -l <"$T/err")" 1 "stderr lines"
+
+# 4-6. Extended WRITE without PAYLOAD_LEN, CACHE of length 0, escaped names in the log.
+for engine in uring threads; do
+  DG_ENGINE=$engine dg_start "$T/disk.img"
+  $PY "$R" ext_write_without_flag "$DG_SOCK" || fail "ext write without flag ($engine)"
+  $PY "$R" cache_zero_length "$DG_SOCK" || fail "cache length 0 ($engine)"
+  $PY "$R" unknown_name_escaped "$DG_SOCK" "$DG_LOG" || fail "escaped name ($engine)"
+  dg_stop
+done
+
+# 7. A client that never reads its replies: memory bounded, others served, SIGTERM exits.
+truncate -s 64M "$T/big.img"
+for engine in uring threads; do
+  DG_ENGINE=$engine dg_start "$T/big.img"
+  coproc SLOW { $PY "$R" slow_reader "$DG_SOCK" "$DG_PID"; }
+  read -r -t 30 line <&"${SLOW[0]}" || fail "slow reader check did not finish ($engine)"
+  assert_eq "$line" ready "slow reader check ($engine)"
+  start=$(date +%s)
+  kill -TERM "$DG_PID"
+  rc=0; wait "$DG_PID" || rc=$?
+  took=$(( $(date +%s) - start ))
+  assert_eq "$rc" 0 "exit status after SIGTERM with a non-reading client ($engine)"
+  [ "$took" -le 9 ] || fail "SIGTERM took $took s with a non-reading client ($engine)"
+  kill "$SLOW_PID" 2>/dev/null || true
+  wait "$SLOW_PID" 2>/dev/null || true
+done
+pass "regressions"
