@@ -150,6 +150,10 @@ uint32_t nbd_request_validate(const struct nbd_request *req,
   if (!limits->extended_headers && req->length > UINT32_MAX) {
     return NBD_EINVAL; /* cannot happen from the 32-bit wire field */
   }
+  if (limits->min_block > 1 && req->type != NBD_CMD_FLUSH &&
+      (req->offset % limits->min_block != 0 || req->length % limits->min_block != 0)) {
+    return NBD_EINVAL; /* unaligned to the advertised minimum block size (rule 23) */
+  }
   switch (req->type) {
   case NBD_CMD_READ:
     if (req->length > limits->max_payload || !in_range) {

@@ -30,6 +30,8 @@ struct nbd_export_limits {
   bool structured_replies;  /* NBD_OPT_STRUCTURED_REPLY (or extended headers) acknowledged */
   bool extended_headers;    /* NBD_OPT_EXTENDED_HEADERS acknowledged */
   bool meta_context;        /* at least one metadata context selected (BLOCK_STATUS) */
+  uint32_t min_block;       /* bytes: offsets and lengths must be multiples of it (spec rule
+                               23); 0 or 1 when unaligned requests are served */
 };
 
 /* Decodes a 28-byte request header. Returns 0, or -EPROTO when the magic is wrong (the
@@ -61,7 +63,8 @@ uint64_t nbd_request_payload_length(const struct nbd_request *req, bool extended
  *               end or overflowing 64 bits, READ/WRITE longer than max_payload,
  *               BLOCK_STATUS without a selected context or with length 0, a payload on a
  *               command other than WRITE, a WRITE without PAYLOAD_LEN under extended
- *               headers;
+ *               headers; READ, WRITE, TRIM, WRITE_ZEROES, CACHE or BLOCK_STATUS whose offset
+ *               or length is not a multiple of a min_block above 1;
  *   NBD_EPERM   WRITE, TRIM, WRITE_ZEROES on a read-only export;
  *   NBD_ENOSPC  WRITE or WRITE_ZEROES past the end.
  * NBD_CMD_DISC is always valid. Length 0 is valid (the caller replies success without I/O). */

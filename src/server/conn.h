@@ -29,6 +29,7 @@ struct conn {
   bool structured_replies;     /* also set by extended headers */
   bool extended_headers;
   bool no_zeroes;
+  bool block_size_sent;        /* NBD_INFO_BLOCK_SIZE told the client the constraints */
   struct export *meta_export;  /* the export the last SET_META_CONTEXT named, if it
                                   selected base:allocation; else NULL */
   bool meta_context;           /* base:allocation selected for c->export */

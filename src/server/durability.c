@@ -2,7 +2,8 @@
  *
  * Group commit, per export (struct group_commit):
  *   write_gen     G: raised once per WRITE/TRIM/WRITE_ZEROES completion in the backing,
- *                 before that request's reply is queued (mutate_done, fua_write_done).
+ *                 before that request's reply is queued or it waits for its sync
+ *                 (mutate_done, fua_write_done).
  *   running       a sync is in flight; it was started when G was running_gen.
  *   current       requests waiting for the running sync (each needs a sync started at
  *                 G >= its need, and running_gen >= need held when it joined).
@@ -198,6 +199,9 @@ static void sync_start(struct group_commit *gc)
   sop->type = BACKING_OP_FLUSH;
   sop->done = sync_done;
   sop->opaque = gc;
+  /* This may run on an event loop's thread (server/loop.c): a sync never needs to wait in
+   * submit; it goes to the backing's own engine (sop->engine NULL). */
+  sop->nonblocking = true;
   rc = backing_submit(gc->export->backing, sop);
   if (rc < 0) {
     log_warn("export '%s': cannot submit a sync: %s", gc->export->name, strerror(-rc));
@@ -291,7 +295,7 @@ static void gc_join(struct group_commit *gc, struct backing_op *op, uint64_t nee
 
 /* ---- requests ---- */
 
-/* A WRITE/TRIM/WRITE_ZEROES completed in the backing (native FUA included). */
+/* A WRITE/TRIM/WRITE_ZEROES without FUA completed in the backing. */
 static void mutate_done(struct backing_op *op, int result)
 {
   struct group_commit *gc = op->opaque;
@@ -301,7 +305,8 @@ static void mutate_done(struct backing_op *op, int result)
   op->chain(op, result);
 }
 
-/* An emulated FUA write completed in the backing: now it needs a sync of its own. */
+/* A FUA write completed in the backing (without FUA): now it needs a sync that starts
+ * after it. */
 static void fua_write_done(struct backing_op *op, int result)
 {
   struct group_commit *gc = op->opaque;
@@ -345,7 +350,8 @@ int durability_submit(struct export *e, struct backing_op *op,
   if (e->sync == SYNC_NONE) {
     op->flags &= ~BACKING_FLAG_FUA;
   }
-  if ((op->flags & BACKING_FLAG_FUA) && !e->backing->geo.can_fua) {
+  if (op->flags & BACKING_FLAG_FUA) {
+    /* FUA by group commit, for every backing (see durability.h: "FUA") */
     if (atomic_load(&e->sync_failed)) {
       done(op, -EIO); /* it could never be made durable */
       return 0;

@@ -60,6 +60,7 @@ static int send_info(struct conn *c, uint32_t option, const struct export *e,
     n = nbd_info_text_encode(buf, NBD_INFO_DESCRIPTION, e->description, (uint32_t)len);
     rc = reply_send(c, option, NBD_REP_INFO, buf, (uint32_t)n);
   }
+  c->block_size_sent = req->want_block_size; /* what the last INFO/GO told the client */
   if (rc == 0 && req->want_block_size) {
     n = nbd_info_block_size_encode(buf, e->min_block, e->preferred_block, e->max_payload);
     rc = reply_send(c, option, NBD_REP_INFO, buf, (uint32_t)n);

@@ -45,6 +45,9 @@ static const char serve_usage[] =
   "  --engine uring|threads disk I/O engine (default uring; threads is portable)\n"
   "  --handshake-timeout S  seconds a client may take to negotiate (default 10)\n"
   "  --max-handshakes N     connections negotiating at once, at most (default 256)\n"
+  "  --unaligned serve|error  requests not aligned to the minimum block size: served by\n"
+  "                         read-modify-write (default), or refused with NBD_EINVAL for\n"
+  "                         clients that asked for the block size (spec: SHOULD)\n"
   "  --pid-file PATH        write the process id once the listeners are ready\n"
   "  --ceph-conf PATH       rbd: the cluster's ceph.conf (default: Ceph's search)\n"
   "  --ceph-id NAME         rbd: the client id (default admin)\n"
@@ -71,6 +74,7 @@ struct serve_config {
   unsigned threads;
   unsigned handshake_timeout;
   unsigned max_handshakes;
+  bool unaligned_error;      /* --unaligned error */
   enum tls_mode tls;
   bool tls_given;            /* --tls was on the command line */
   const char *tls_cert_dir;
@@ -80,7 +84,7 @@ struct serve_config {
 enum {
   OPT_EXPORT = 256, OPT_LISTEN, OPT_SOCKET, OPT_READ_ONLY, OPT_SYNC, OPT_CACHE, OPT_THREADS,
   OPT_ENGINE, OPT_PID_FILE, OPT_CEPH_CONF, OPT_CEPH_ID, OPT_HELP, OPT_VERBOSE,
-  OPT_HS_TIMEOUT, OPT_MAX_HS, OPT_TLS, OPT_TLS_CERTS, OPT_TLS_PSK,
+  OPT_HS_TIMEOUT, OPT_MAX_HS, OPT_UNALIGNED, OPT_TLS, OPT_TLS_CERTS, OPT_TLS_PSK,
 };
 
 static int bad_usage(const char *fmt, const char *arg)
@@ -122,6 +126,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
     {"ceph-id", required_argument, NULL, OPT_CEPH_ID},
     {"handshake-timeout", required_argument, NULL, OPT_HS_TIMEOUT},
     {"max-handshakes", required_argument, NULL, OPT_MAX_HS},
+    {"unaligned", required_argument, NULL, OPT_UNALIGNED},
     {"tls", required_argument, NULL, OPT_TLS},
     {"tls-certificates", required_argument, NULL, OPT_TLS_CERTS},
     {"tls-psk", required_argument, NULL, OPT_TLS_PSK},
@@ -198,6 +203,12 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
       if (parse_unsigned(optarg, 1, 3600, &cfg->handshake_timeout) < 0) {
         return bad_usage("--handshake-timeout takes seconds from 1 to 3600, not '%s'", optarg);
       }
+      break;
+    case OPT_UNALIGNED:
+      if (strcmp(optarg, "serve") != 0 && strcmp(optarg, "error") != 0) {
+        return bad_usage("--unaligned takes serve or error, not '%s'", optarg);
+      }
+      cfg->unaligned_error = strcmp(optarg, "error") == 0;
       break;
     case OPT_MAX_HS:
       if (parse_unsigned(optarg, 1, 100000, &cfg->max_handshakes) < 0) {
@@ -493,6 +504,7 @@ int serve_main(int argc, char **argv)
   server_init(&server);
   server.handshake_timeout_s = cfg.handshake_timeout;
   server.max_handshakes = cfg.max_handshakes;
+  server.unaligned_error = cfg.unaligned_error;
   server.exports = malloc(sizeof *server.exports);
   if (server.exports == NULL) {
     fprintf(stderr, "diskgate serve: out of memory\n");

@@ -20,6 +20,8 @@ struct server {
   unsigned handshake_timeout_s; /* seconds a client may take to reach transmission */
   unsigned max_handshakes;      /* connections still negotiating, at most */
   unsigned max_inflight;        /* requests in flight per connection */
+  bool unaligned_error;         /* --unaligned error: refuse requests unaligned to the
+                                   minimum block size a client was told (rule 23) */
   atomic_bool stopping;
   pthread_mutex_t lock;
   pthread_cond_t cond;          /* signalled when a connection ends */

@@ -30,6 +30,7 @@ struct nbd_export_limits txn_limits(const struct conn *c)
     .structured_replies = c->structured_replies,
     .extended_headers = c->extended_headers,
     .meta_context = c->meta_context,
+    .min_block = c->server->unaligned_error && c->block_size_sent ? c->export->min_block : 1,
   };
   return limits;
 }

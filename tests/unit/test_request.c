@@ -411,6 +411,27 @@ static void test_rule26_flush_nonzero_offset_or_length_einval(void **state)
 
 /* ---- validation: ranges and sizes ---- */
 
+static void test_rule23_unaligned_to_min_block_einval_only_when_enforced(void **state)
+{
+  struct nbd_export_limits l = limits_full();
+  struct nbd_request r = {.type = NBD_CMD_READ, .cookie = 1, .offset = 256, .length = 512};
+
+  (void)state;
+  assert_int_equal(nbd_request_validate(&r, &l), NBD_SUCCESS); /* served by default */
+  l.min_block = 512;
+  assert_int_equal(nbd_request_validate(&r, &l), NBD_EINVAL);
+  r.offset = 512;
+  assert_int_equal(nbd_request_validate(&r, &l), NBD_SUCCESS);
+  r.length = 100;
+  assert_int_equal(nbd_request_validate(&r, &l), NBD_EINVAL);
+  r.type = NBD_CMD_WRITE_ZEROES;
+  assert_int_equal(nbd_request_validate(&r, &l), NBD_EINVAL);
+  r.type = NBD_CMD_FLUSH; /* offset and length are 0 for FLUSH; not an alignment matter */
+  r.offset = 0;
+  r.length = 0;
+  assert_int_equal(nbd_request_validate(&r, &l), NBD_SUCCESS);
+}
+
 static void test_rule22_read_and_trim_past_end_einval(void **state)
 {
   const struct nbd_export_limits full = limits_full();
@@ -658,6 +679,7 @@ int main(void)
       cmocka_unit_test(test_rule29_df_without_structured_replies_einval),
       cmocka_unit_test(test_rule29_df_without_send_df_einval),
       cmocka_unit_test(test_rule26_flush_nonzero_offset_or_length_einval),
+      cmocka_unit_test(test_rule23_unaligned_to_min_block_einval_only_when_enforced),
       cmocka_unit_test(test_rule22_read_and_trim_past_end_einval),
       cmocka_unit_test(test_rule22_read_and_trim_overflowing_64_bits_einval),
       cmocka_unit_test(test_rule22_write_and_write_zeroes_past_end_enospc),
