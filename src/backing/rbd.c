@@ -16,10 +16,14 @@
  *                 of zeroes: the range stays allocated).
  *
  * FUA: geo.can_fua is true and the backing does it itself: the write, then rbd_aio_flush,
- * then done. librbd's default cache policy (writearound, "writethrough until flush")
- * completes writes before the OSDs have them once a flush has been seen, so the flush is
- * what makes the write durable. With sync=none FUA is ignored and FLUSH flushes nothing
+ * then done. (The server's group commit, server/durability.c, currently sends FUA writes as
+ * a plain write followed by a shared BACKING_OP_FLUSH, which is the same librbd calls.)
+ * librbd's default cache policy (writearound, "writethrough until flush") completes writes
+ * before the OSDs have them once a flush has been seen, so the flush is what makes the
+ * write durable; with rbd_cache_policy=writeback the data even stays in librbd's memory
+ * until a flush or its dirty age. With sync=none FUA is ignored and FLUSH flushes nothing
  * (librbd then stays in writethrough mode, since it never sees a flush).
+ * tests/rbd/crash.sh (kill -9) checks what an acknowledged FUA or FLUSH promises.
  *
  * Threads: submit may be called from any thread, concurrently. librbd runs every
  * completion callback of one image on one strand (serially, on a librbd thread); op->done
@@ -34,9 +38,12 @@
  * example `rbd resize` by another client), so geo.size follows resizes while serving.
  * geo.size is written with atomic stores (it is read by other threads).
  *
- * Errors: librbd's -errno, except -EROFS -> -EPERM and -EDQUOT -> -ENOSPC (the NBD error
- * set has no EROFS or EDQUOT). A read shorter than asked (the image shrank under a request
- * the server validated against the old size) is -EINVAL, never a short count.
+ * Errors: mapped into NBD's error set (map_error): -EROFS and -EACCES -> -EPERM, -EDQUOT and
+ * -EFBIG -> -ENOSPC; -EPERM, -EIO, -ENOMEM, -EINVAL, -ENOSPC and -ENOTSUP as they are; any
+ * other (-ETIMEDOUT when the operator set rados_osd_op_timeout, -EBLOCKLISTED, -ENOENT for an
+ * image removed under the export, ...) -> -EIO, and its first occurrence per backing is
+ * logged with librbd's own error. A read shorter than asked (the image shrank under a
+ * request the server validated against the old size) is -EINVAL, never a short count.
  */
 #include "backing/rbd.h"
 
@@ -71,6 +78,7 @@ struct rbd_backing {
   bool snapshot;
   char *pool, *nspace, *name, *snap; /* parsed spec; nspace and snap may be NULL */
   char *ceph_conf, *ceph_id;         /* copies of the options' strings, owned */
+  uint64_t eio_logged[3];            /* errno values (< 192) already logged by map_error */
 };
 
 static const struct backing_vtable rbd_vtable;
@@ -78,19 +86,40 @@ static const struct backing_vtable rbd_vtable;
 /* Logs one line, "rbd:SPEC: message", at the given level. */
 #define rbd_log(level, spec, fmt, ...) log_msg((level), "rbd:%s: " fmt, (spec), __VA_ARGS__)
 
-/* Maps a librbd/librados error to one the server can carry. r < 0. */
-static int map_error(long r)
+/* Maps a librbd/librados error (r < 0) into NBD's error set (doc/proto.md "Error values"):
+ * see the header comment. Without this, an error NBD has no value for would reach the
+ * client as NBD_EINVAL ("invalid request"), the server's default, instead of EIO. The first
+ * error of each kind turned into -EIO is logged (rb may be NULL: then nothing is logged). */
+static int map_error(struct rbd_backing *rb, long r)
 {
-  if (r == -EROFS) {
+  int e = r < 0 && r >= -4095 ? (int)-r : EIO;
+  switch (e) {
+  case EPERM:
+  case EACCES:
+  case EROFS:
     return -EPERM;
-  }
-  if (r == -EDQUOT) {
+  case ENOSPC:
+  case EDQUOT:
+  case EFBIG:
     return -ENOSPC;
+  case EIO:
+  case ENOMEM:
+  case EINVAL:
+  case ENOTSUP:
+    return -e;
+  default:
+    break;
   }
-  if (r >= 0 || r < -4095) {
-    return -EIO;
+  if (rb != NULL) {
+    uint64_t bit = (uint64_t)1 << (e % 64);
+    if (e >= 192 ||
+        (__atomic_fetch_or(&rb->eio_logged[e / 64], bit, __ATOMIC_RELAXED) & bit) == 0) {
+      rbd_log(LOG_WARN, rb->base.description + 4,
+              "librbd failed a request with \"%s\" (errno %d); NBD has no such error, so "
+              "clients get EIO (logged once per error)", strerror(e), e);
+    }
   }
-  return (int)r;
+  return -EIO;
 }
 
 static char *dup_range(const char *s, size_t n)
@@ -385,7 +414,7 @@ static void rbd_complete(rbd_completion_t c, void *arg)
   rbd_aio_release(c);
 
   if (r < 0) {
-    op->done(op, map_error(r));
+    op->done(op, map_error(rb, r));
     return;
   }
   if (op->progress == STAGE_MAIN && op->type == BACKING_OP_READ && (uint64_t)r != op->length) {
@@ -400,13 +429,13 @@ static void rbd_complete(rbd_completion_t c, void *arg)
     op->progress = STAGE_FLUSH;
     int e = rbd_aio_create_completion(op, rbd_complete, &fc);
     if (e < 0) {
-      op->done(op, map_error(e));
+      op->done(op, map_error(rb, e));
       return;
     }
     e = rbd_aio_flush(rb->image, fc);
     if (e < 0) {
       rbd_aio_release(fc);
-      op->done(op, map_error(e));
+      op->done(op, map_error(rb, e));
     }
     return;
   }
@@ -449,7 +478,7 @@ static int rbd_submit(struct backing *b, struct backing_op *op)
   rbd_completion_t c;
   int r = rbd_aio_create_completion(op, rbd_complete, &c);
   if (r < 0) {
-    return map_error(r);
+    return map_error(rb, r);
   }
   switch (op->type) {
   case BACKING_OP_READ:
@@ -476,7 +505,7 @@ static int rbd_submit(struct backing *b, struct backing_op *op)
   }
   if (r < 0) {
     rbd_aio_release(c);
-    return map_error(r);
+    return map_error(rb, r);
   }
   return 0;
 }
@@ -490,7 +519,7 @@ static int rbd_refresh_size(struct backing *b, uint64_t *size)
   uint64_t s;
   int r = rbd_get_size(rb->image, &s);
   if (r < 0) {
-    return map_error(r);
+    return map_error(rb, r);
   }
   store_size(rb, s);
   if (size != NULL) {

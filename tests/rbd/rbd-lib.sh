@@ -17,3 +17,14 @@ rbd_serve() { dg_start --ceph-conf "$CEPH_CONF" "$@"; }
 
 # sha FILE: the file's SHA-256.
 sha() { sha256sum "$1" | cut -d' ' -f1; }
+
+# cephc ARGS...: the ceph CLI against the test cluster, bounded in time.
+cephc() { timeout 60 ceph -c "$CEPH_CONF" --connect-timeout 10 "$@"; }
+
+# osd_pid: the PID of the cluster's only OSD (from DIR/pids, as ceph-cluster.sh recorded it).
+osd_pid() {
+  local pid
+  pid=$(awk '$2 == "ceph-osd" { print $1; exit }' "$CL/pids")
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || fail "no running ceph-osd recorded in $CL/pids"
+  echo "$pid"
+}
