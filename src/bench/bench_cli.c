@@ -1,0 +1,252 @@
+/* bench_cli.c: option parsing with getopt_long. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "bench/bench_cli.h"
+#include "bench/bench_profiles.h"
+
+enum {
+  OPT_PROFILE = 256,
+  OPT_CONFIGS,
+  OPT_WORKLOADS,
+  OPT_RUNS,
+  OPT_RUNTIME,
+  OPT_RAMP,
+  OPT_SIZE,
+  OPT_COPY_SIZE,
+  OPT_DIR,
+  OPT_OUT,
+  OPT_KEEP,
+  OPT_LIST,
+  OPT_RENDER,
+  OPT_HELP,
+};
+
+static const struct option long_opts[] = {
+  { "profile", required_argument, NULL, OPT_PROFILE },
+  { "configs", required_argument, NULL, OPT_CONFIGS },
+  { "workloads", required_argument, NULL, OPT_WORKLOADS },
+  { "runs", required_argument, NULL, OPT_RUNS },
+  { "runtime", required_argument, NULL, OPT_RUNTIME },
+  { "ramp", required_argument, NULL, OPT_RAMP },
+  { "size", required_argument, NULL, OPT_SIZE },
+  { "copy-size", required_argument, NULL, OPT_COPY_SIZE },
+  { "dir", required_argument, NULL, OPT_DIR },
+  { "out", required_argument, NULL, OPT_OUT },
+  { "keep", no_argument, NULL, OPT_KEEP },
+  { "list", no_argument, NULL, OPT_LIST },
+  { "render", required_argument, NULL, OPT_RENDER },
+  { "help", no_argument, NULL, OPT_HELP },
+  { NULL, 0, NULL, 0 },
+};
+
+void bench_cli_usage(FILE *out)
+{
+  fputs("Usage: diskgate bench [OPTIONS]\n"
+        "Runs fio against the host path, diskgate, qemu-nbd, nbdkit and QEMU guests, and writes\n"
+        "a Markdown table, a JSON file with every run, and an SVG chart (see docs/lab.md).\n"
+        "\n"
+        "  --profile quick|seeds|sync|all  what to run (default: quick)\n"
+        "  --configs LIST      rows: comma-separated names or patterns (e.g. 'host,diskgate-unix-*')\n"
+        "  --workloads LIST    columns: comma-separated names or patterns\n"
+        "  --runs N            runs per cell; the table shows medians (default 3; quick: 1)\n"
+        "  --runtime SECONDS   measured seconds per run (default 10; quick: 5)\n"
+        "  --ramp SECONDS      unmeasured warm-up before each run (default: runtime / 5, 0.5-2)\n"
+        "  --size BYTES        test file size, suffixes K/M/G (default: quick 256M, seeds 1G,\n"
+        "                      sync and all 2G)\n"
+        "  --copy-size BYTES   bytes in the copy test's file tree (default: size / 2, at most 1G)\n"
+        "  --dir DIR           where the test file lives (default: .)\n"
+        "  --out DIR           where bench.md, bench.json and bench.svg go (default: bench-out)\n"
+        "  --keep              keep the test file and the copy tree\n"
+        "  --list              list the configurations and workloads, then exit\n"
+        "  --render JSON       write bench.md and bench.svg (and bench.json) into --out again\n"
+        "                      from an earlier run's bench.json; runs nothing\n"
+        "  --help              this text\n",
+        out);
+}
+
+int bench_cli_parse_size(const char *s, uint64_t *bytes)
+{
+  unsigned long long v;
+  uint64_t mult = 1;
+  char *end;
+
+  if (s == NULL || *s < '0' || *s > '9') {
+    return -EINVAL;
+  }
+  errno = 0;
+  v = strtoull(s, &end, 10);
+  if (errno == ERANGE) {
+    return -ERANGE;
+  }
+  switch (*end) {
+  case 'k': case 'K':
+    mult = 1ull << 10;
+    end++;
+    break;
+  case 'm': case 'M':
+    mult = 1ull << 20;
+    end++;
+    break;
+  case 'g': case 'G':
+    mult = 1ull << 30;
+    end++;
+    break;
+  case 't': case 'T':
+    mult = 1ull << 40;
+    end++;
+    break;
+  default:
+    break;
+  }
+  if (mult > 1 && (strcasecmp(end, "iB") == 0 || strcasecmp(end, "B") == 0)) {
+    end += strlen(end);
+  }
+  if (*end != '\0') {
+    return -EINVAL;
+  }
+  if (v > UINT64_MAX / mult) {
+    return -ERANGE;
+  }
+  *bytes = (uint64_t)v * mult;
+  return 0;
+}
+
+/* Parses an unsigned integer in [lo, hi]; returns 0 or -EINVAL. */
+static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
+{
+  unsigned long v;
+  char *end;
+
+  if (*s < '0' || *s > '9') {
+    return -EINVAL;
+  }
+  errno = 0;
+  v = strtoul(s, &end, 10);
+  if (errno != 0 || *end != '\0' || v < lo || v > hi) {
+    return -EINVAL;
+  }
+  *out = (unsigned)v;
+  return 0;
+}
+
+static int bad(FILE *err, const char *fmt, const char *arg)
+{
+  fputs("diskgate bench: ", err);
+  fprintf(err, fmt, arg);
+  fputc('\n', err);
+  return -EINVAL;
+}
+
+int bench_cli_parse(int argc, char **argv, struct bench_opts *opts, FILE *out, FILE *err)
+{
+  const char *profile = "quick";
+  const char *size_arg = NULL, *copy_arg = NULL;
+  int c;
+
+  memset(opts, 0, sizeof(*opts));
+  opts->dir = ".";
+  opts->out = "bench-out";
+  opts->ramp_s = -1.0;
+  opterr = 0;
+  optind = 0; /* full re-initialisation, so the parser can run more than once (tests) */
+  while ((c = getopt_long(argc, argv, ":", long_opts, NULL)) != -1) {
+    switch (c) {
+    case OPT_PROFILE:
+      profile = optarg;
+      break;
+    case OPT_CONFIGS:
+      opts->configs = optarg;
+      break;
+    case OPT_WORKLOADS:
+      opts->workloads = optarg;
+      break;
+    case OPT_RUNS:
+      if (parse_uint(optarg, 1, BENCH_MAX_RUNS, &opts->runs) < 0) {
+        return bad(err, "--runs wants a number from 1 to 50, not '%s'", optarg);
+      }
+      opts->runs_set = true;
+      break;
+    case OPT_RUNTIME:
+      if (parse_uint(optarg, 1, 3600, &opts->runtime_s) < 0) {
+        return bad(err, "--runtime wants whole seconds from 1 to 3600, not '%s'", optarg);
+      }
+      opts->runtime_set = true;
+      break;
+    case OPT_RAMP: {
+      char *end;
+
+      opts->ramp_s = strtod(optarg, &end);
+      if (*optarg == '\0' || *end != '\0' || !(opts->ramp_s >= 0.0 && opts->ramp_s <= 600.0)) {
+        return bad(err, "--ramp wants seconds from 0 to 600, not '%s'", optarg);
+      }
+      break;
+    }
+    case OPT_SIZE:
+      size_arg = optarg;
+      break;
+    case OPT_COPY_SIZE:
+      copy_arg = optarg;
+      break;
+    case OPT_DIR:
+      opts->dir = optarg;
+      break;
+    case OPT_OUT:
+      opts->out = optarg;
+      break;
+    case OPT_KEEP:
+      opts->keep = true;
+      break;
+    case OPT_LIST:
+      opts->list = true;
+      break;
+    case OPT_RENDER:
+      opts->render = optarg;
+      break;
+    case OPT_HELP:
+      bench_cli_usage(out);
+      return BENCH_CLI_HELP;
+    case ':':
+      return bad(err, "option '%s' needs a value", argv[optind - 1]);
+    default:
+      return bad(err, "unknown option '%s' (see --help)", argv[optind - 1]);
+    }
+  }
+  if (optind < argc) {
+    return bad(err, "unexpected argument '%s' (see --help)", argv[optind]);
+  }
+  if (bench_profiles_apply(profile, opts) < 0) {
+    return bad(err, "unknown profile '%s' (quick, seeds, sync or all)", profile);
+  }
+  if (size_arg != NULL) {
+    if (bench_cli_parse_size(size_arg, &opts->size) < 0) {
+      return bad(err, "--size wants bytes with an optional K/M/G suffix, not '%s'", size_arg);
+    }
+    if (opts->size < (16u << 20) || opts->size % 4096 != 0) {
+      return bad(err, "--size must be at least 16M and a multiple of 4K, not '%s'", size_arg);
+    }
+    opts->size_set = true;
+  }
+  if (copy_arg != NULL) {
+    if (bench_cli_parse_size(copy_arg, &opts->copy_size) < 0 || opts->copy_size < (1u << 20)) {
+      return bad(err, "--copy-size wants at least 1M (suffixes K/M/G), not '%s'", copy_arg);
+    }
+  } else {
+    opts->copy_size = opts->size / 2 < (1ull << 30) ? opts->size / 2 : (1ull << 30);
+  }
+  if (opts->copy_size > opts->size / 5 * 3) {
+    return bad(err, "--copy-size must fit in the file system on the test file (at most 60%% "
+                    "of --size), not '%s'", copy_arg);
+  }
+  if (opts->ramp_s < 0.0) {
+    opts->ramp_s = fmin(2.0, fmax(0.5, opts->runtime_s / 5.0));
+  }
+  if (*opts->dir == '\0' || *opts->out == '\0') {
+    return bad(err, "%s wants a directory", *opts->dir == '\0' ? "--dir" : "--out");
+  }
+  return BENCH_CLI_OK;
+}

@@ -1,0 +1,144 @@
+/* bench_configs.c: every configuration the lab knows, and which workloads apply to which. */
+#include <string.h>
+
+#include "bench/bench_configs.h"
+
+#define DG(tr, trn, cache, sync)                                                             \
+  { "diskgate-" trn "-" cache "-" sync,                                                      \
+    "diskgate serve --sync " sync " --cache " cache ", fio nbd engine over " trn,            \
+    BENCH_CFG_NBD, BENCH_SERVER_DISKGATE, tr, sync, cache, 0, BENCH_GUEST_FILE, false, NULL }
+
+#define GUEST(nm, title, backing, server, nvme, qcache)                                       \
+  { nm, title, BENCH_CFG_GUEST, server, BENCH_TRANSPORT_UNIX, "full", "direct", 0, backing, nvme, \
+    qcache }
+
+static const struct bench_config configs[] = {
+  { "host", "fio io_uring on the test file, direct=1 (the 100% line)", BENCH_CFG_HOST,
+    BENCH_SERVER_NONE, BENCH_TRANSPORT_UNIX, NULL, NULL, 0, BENCH_GUEST_FILE, false, NULL },
+  { "host-dev-512", "fio io_uring on a loop device over the file, 512-byte sectors, direct-io",
+    BENCH_CFG_HOST_DEV, BENCH_SERVER_NONE, BENCH_TRANSPORT_UNIX, NULL, NULL, 512,
+    BENCH_GUEST_FILE, false, NULL },
+  { "host-dev-4k", "fio io_uring on a loop device over the file, 4096-byte sectors, direct-io",
+    BENCH_CFG_HOST_DEV, BENCH_SERVER_NONE, BENCH_TRANSPORT_UNIX, NULL, NULL, 4096,
+    BENCH_GUEST_FILE, false, NULL },
+  DG(BENCH_TRANSPORT_UNIX, "unix", "direct", "full"),
+  DG(BENCH_TRANSPORT_UNIX, "unix", "direct", "fsync"),
+  DG(BENCH_TRANSPORT_UNIX, "unix", "direct", "none"),
+  DG(BENCH_TRANSPORT_UNIX, "unix", "writeback", "full"),
+  DG(BENCH_TRANSPORT_UNIX, "unix", "writeback", "fsync"),
+  DG(BENCH_TRANSPORT_UNIX, "unix", "writeback", "none"),
+  DG(BENCH_TRANSPORT_TCP, "tcp", "direct", "full"),
+  DG(BENCH_TRANSPORT_TCP, "tcp", "direct", "fsync"),
+  DG(BENCH_TRANSPORT_TCP, "tcp", "direct", "none"),
+  DG(BENCH_TRANSPORT_TCP, "tcp", "writeback", "full"),
+  DG(BENCH_TRANSPORT_TCP, "tcp", "writeback", "fsync"),
+  DG(BENCH_TRANSPORT_TCP, "tcp", "writeback", "none"),
+  { "qemu-nbd-unix", "qemu-nbd --cache=none --aio=io_uring, fio nbd engine over unix",
+    BENCH_CFG_NBD, BENCH_SERVER_QEMU_NBD, BENCH_TRANSPORT_UNIX, NULL, NULL, 0, BENCH_GUEST_FILE,
+    false, NULL },
+  { "qemu-nbd-tcp", "qemu-nbd --cache=none --aio=io_uring, fio nbd engine over tcp",
+    BENCH_CFG_NBD, BENCH_SERVER_QEMU_NBD, BENCH_TRANSPORT_TCP, NULL, NULL, 0, BENCH_GUEST_FILE,
+    false, NULL },
+  { "nbdkit-unix", "nbdkit file plugin (page cache), fio nbd engine over unix", BENCH_CFG_NBD,
+    BENCH_SERVER_NBDKIT, BENCH_TRANSPORT_UNIX, NULL, NULL, 0, BENCH_GUEST_FILE, false, NULL },
+  { "nbdkit-tcp", "nbdkit file plugin (page cache), fio nbd engine over tcp", BENCH_CFG_NBD,
+    BENCH_SERVER_NBDKIT, BENCH_TRANSPORT_TCP, NULL, NULL, 0, BENCH_GUEST_FILE, false, NULL },
+  GUEST("guest-virtio-file", "guest: virtio-blk on the raw file, cache=none (the guest 100% line)",
+        BENCH_GUEST_FILE, BENCH_SERVER_NONE, false, "cache=none"),
+  GUEST("guest-virtio-loop", "guest: virtio-blk on the loop device (4096-byte sectors), cache=none",
+        BENCH_GUEST_LOOP, BENCH_SERVER_NONE, false, "cache=none"),
+  GUEST("guest-virtio-diskgate", "guest: virtio-blk on diskgate's export (direct, full), unix",
+        BENCH_GUEST_NBD, BENCH_SERVER_DISKGATE, false, NULL),
+  GUEST("guest-virtio-qemu-nbd", "guest: virtio-blk on qemu-nbd's export (cache=none), unix",
+        BENCH_GUEST_NBD, BENCH_SERVER_QEMU_NBD, false, NULL),
+  GUEST("guest-nvme-file", "guest: emulated NVMe on the raw file, cache=none", BENCH_GUEST_FILE,
+        BENCH_SERVER_NONE, true, "cache=none"),
+  GUEST("guest-nvme-loop", "guest: emulated NVMe on the loop device, cache=none",
+        BENCH_GUEST_LOOP, BENCH_SERVER_NONE, true, "cache=none"),
+  GUEST("guest-nvme-diskgate", "guest: emulated NVMe on diskgate's export (direct, full)",
+        BENCH_GUEST_NBD, BENCH_SERVER_DISKGATE, true, NULL),
+  GUEST("guest-nvme-qemu-nbd", "guest: emulated NVMe on qemu-nbd's export (cache=none)",
+        BENCH_GUEST_NBD, BENCH_SERVER_QEMU_NBD, true, NULL),
+  GUEST("guest-virtio-file-writeback",
+        "guest: virtio-blk on the file, cache=writeback (flushes reach the disk: like --sync full)",
+        BENCH_GUEST_FILE, BENCH_SERVER_NONE, false, "cache=writeback"),
+  GUEST("guest-virtio-file-noflush",
+        "guest: virtio-blk on the file, cache=writeback,cache.no-flush=on (flushes dropped: like "
+        "--sync none)",
+        BENCH_GUEST_FILE, BENCH_SERVER_NONE, false, "cache=writeback,cache.no-flush=on"),
+  GUEST("guest-9p", "guest: a file on a virtio-9p shared folder (the test file's directory)",
+        BENCH_GUEST_9P, BENCH_SERVER_NONE, false, NULL),
+};
+
+size_t bench_configs_all(const struct bench_config **out)
+{
+  *out = configs;
+  return sizeof(configs) / sizeof(configs[0]);
+}
+
+const struct bench_config *bench_configs_find(const char *name)
+{
+  for (size_t i = 0; i < sizeof(configs) / sizeof(configs[0]); i++) {
+    if (strcmp(configs[i].name, name) == 0) {
+      return &configs[i];
+    }
+  }
+  return NULL;
+}
+
+bool bench_configs_applies(const struct bench_config *cfg, const struct bench_workload *wl,
+                           const char **why)
+{
+  const char *reason = NULL;
+
+  if (cfg->kind == BENCH_CFG_GUEST && wl->kind == BENCH_WL_COPY) {
+    reason = "the copy test runs on host-side rows only";
+  } else if (cfg->kind == BENCH_CFG_GUEST && cfg->backing == BENCH_GUEST_9P && !wl->large_seq) {
+    reason = "the shared-folder row runs the large sequential jobs only";
+  }
+  if (why != NULL) {
+    *why = reason;
+  }
+  return reason == NULL;
+}
+
+bool bench_configs_is_guest(const struct bench_config *cfg)
+{
+  return cfg->kind == BENCH_CFG_GUEST;
+}
+
+static const char *server_tool(enum bench_server_kind server)
+{
+  switch (server) {
+  case BENCH_SERVER_QEMU_NBD:
+    return "qemu-nbd";
+  case BENCH_SERVER_NBDKIT:
+    return "nbdkit";
+  case BENCH_SERVER_NONE:
+  case BENCH_SERVER_DISKGATE:
+    break;
+  }
+  return NULL;
+}
+
+const char *bench_configs_tool(const struct bench_config *cfg)
+{
+  if (cfg->kind == BENCH_CFG_GUEST) {
+    return "qemu-system-x86_64";
+  }
+  return server_tool(cfg->server);
+}
+
+const char *bench_configs_tool2(const struct bench_config *cfg)
+{
+  if (cfg->kind == BENCH_CFG_GUEST) {
+    return server_tool(cfg->server);
+  }
+  return NULL;
+}
+
+bool bench_configs_needs_root(const struct bench_config *cfg)
+{
+  return cfg->kind == BENCH_CFG_HOST_DEV ||
+         (cfg->kind == BENCH_CFG_GUEST && cfg->backing == BENCH_GUEST_LOOP);
+}

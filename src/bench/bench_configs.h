@@ -1,0 +1,35 @@
+/* bench_configs.h: the configuration table (the table's rows). Static data, any thread. */
+#ifndef DISKGATE_BENCH_CONFIGS_H
+#define DISKGATE_BENCH_CONFIGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "bench/bench_types.h"
+
+/* Returns the number of known configurations and sets *out to the static table. */
+size_t bench_configs_all(const struct bench_config **out);
+
+/* Returns the configuration called `name`, or NULL. */
+const struct bench_config *bench_configs_find(const char *name);
+
+/* Returns true when workload `wl` can run on configuration `cfg`; otherwise false, and when
+ * `why` is not NULL sets *why to a short static reason. */
+bool bench_configs_applies(const struct bench_config *cfg, const struct bench_workload *wl,
+                           const char **why);
+
+/* Returns true for rows measured inside a QEMU guest (compared with each other). */
+bool bench_configs_is_guest(const struct bench_config *cfg);
+
+/* Returns the name of the external program this configuration needs besides fio
+ * ("qemu-nbd", "nbdkit", "qemu-system-x86_64"), or NULL. A guest row backed by an NBD
+ * server needs two: the second is returned by bench_configs_tool2(). */
+const char *bench_configs_tool(const struct bench_config *cfg);
+
+/* Returns the second external program a configuration needs, or NULL. */
+const char *bench_configs_tool2(const struct bench_config *cfg);
+
+/* Returns true when the configuration needs root (loop devices). */
+bool bench_configs_needs_root(const struct bench_config *cfg);
+
+#endif

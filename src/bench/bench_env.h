@@ -1,0 +1,54 @@
+/* bench_env.h: the lab's working environment: a private temporary directory (sockets, job
+ * files), the output directory, the test file, and where the diskgate binary and the source
+ * tree are. Main thread only. */
+#ifndef DISKGATE_BENCH_ENV_H
+#define DISKGATE_BENCH_ENV_H
+
+#include <limits.h>
+#include <stdint.h>
+
+#include "bench/bench_types.h"
+
+struct bench_env {
+  const struct bench_opts *opts;
+  char work[256];          /* private directory for sockets, pid files and job files */
+  char out[PATH_MAX];      /* --out, absolute */
+  char dir[PATH_MAX];      /* --dir, absolute */
+  char file[PATH_MAX];     /* the test file, in dir */
+  char tree[PATH_MAX];     /* the copy test's source tree, in dir */
+  char self[PATH_MAX];     /* the diskgate binary (for `diskgate serve`) */
+  char srcdir[PATH_MAX];   /* the source tree (for the guest scripts), "" if unknown */
+  char accel[16];          /* the guest accelerator seen so far, "" before any guest run */
+  char guest_image[PATH_MAX]; /* kernel + initramfs directory (guest-image.sh), "" until made */
+  uint64_t tree_bytes;     /* bytes in the copy tree, 0 before it is made */
+  unsigned tree_files;     /* files in the copy tree */
+};
+
+/* Fills *env for opts without touching anything: checks that --dir is a directory with room
+ * for the test file and the copy tree, names those, and finds the diskgate binary and the
+ * source tree. Prints one line and returns -errno (-ENOTDIR, -ENOSPC) when --dir is unusable. */
+int bench_env_locate(struct bench_env *env, const struct bench_opts *opts);
+
+/* Creates the private directory (under $TMPDIR or /tmp) and the output directory with its
+ * raw/ and logs/ subdirectories. Call after bench_env_locate(). Returns 0 or -errno after
+ * printing one line on stderr. */
+int bench_env_init(struct bench_env *env);
+
+/* Creates the test file (opts->size bytes of pseudo-random data, written and synced), unless
+ * --keep left one of the right size. Returns 0 or -errno. */
+int bench_env_make_file(struct bench_env *env);
+
+/* Creates directory `path` and its missing parents (mode 0755). Returns 0 or -errno. */
+int bench_env_mkdir_p(const char *path);
+
+/* Writes the path of a file in the private directory into buf: "<work>/<name>". */
+void bench_env_work_path(const struct bench_env *env, const char *name, char *buf, size_t len);
+
+/* Writes "<out>/<sub>/<name>" into buf (sub may be NULL). */
+void bench_env_out_path(const struct bench_env *env, const char *sub, const char *name,
+                        char *buf, size_t len);
+
+/* Removes the private directory, and the test file and the tree unless --keep. */
+void bench_env_cleanup(struct bench_env *env);
+
+#endif

@@ -1,0 +1,151 @@
+/* bench_fio.c: fio job generation and fio runs. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench/bench_fio.h"
+#include "bench/bench_json.h"
+#include "bench/bench_proc.h"
+#include "bench/bench_util.h"
+
+int bench_fio_write_job(FILE *f, const struct bench_workload *wl, const struct bench_fio_target *t,
+                        unsigned runtime_s, double ramp_s)
+{
+  if (wl->kind != BENCH_WL_FIO) {
+    return -EINVAL;
+  }
+  fprintf(f, "# diskgate bench: %s (%s)\n", wl->name, wl->title);
+  fprintf(f, "[global]\n");
+  fprintf(f, "ioengine=%s\n", t->ioengine);
+  if (t->uri != NULL) {
+    fprintf(f, "uri=%s\n", t->uri);
+  }
+  if (t->filename != NULL) {
+    fprintf(f, "filename=%s\n", t->filename);
+  }
+  fprintf(f, "size=%llu\n", (unsigned long long)t->size);
+  fprintf(f, "direct=1\n");
+  fprintf(f, "thread=1\n");
+  fprintf(f, "time_based=1\n");
+  fprintf(f, "runtime=%u\n", runtime_s);
+  fprintf(f, "ramp_time=%ums\n", (unsigned)(ramp_s * 1000.0 + 0.5));
+  fprintf(f, "group_reporting=1\n");
+  fprintf(f, "randrepeat=0\n");
+  fprintf(f, "norandommap=1\n");
+  fprintf(f, "random_generator=tausworthe64\n");
+  fprintf(f, "percentile_list=50:90:99:99.9\n");
+  fprintf(f, "\n[%s]\n", wl->name);
+  fprintf(f, "rw=%s\n", wl->rw);
+  fprintf(f, "bs=%u\n", wl->bs);
+  fprintf(f, "iodepth=%u\n", wl->iodepth);
+  if (wl->rwmixread > 0) {
+    fprintf(f, "rwmixread=%u\n", wl->rwmixread);
+  }
+  if (wl->fsync) {
+    fprintf(f, "fsync=1\n");
+  }
+  return ferror(f) ? -EIO : 0;
+}
+
+/* Appends a header line to fio's log before a run. */
+static void log_header(const char *log, const char *tag)
+{
+  FILE *f = fopen(log, "a");
+
+  if (f != NULL) {
+    fprintf(f, "=== %s\n", tag);
+    fclose(f);
+  }
+}
+
+/* Sleeps until `until` (CLOCK_MONOTONIC seconds) or until child pid exits. */
+static void sleep_until(double until, pid_t pid)
+{
+  while (bench_proc_now() < until && !bench_proc_exited(pid)) {
+    usleep(10000);
+  }
+}
+
+int bench_fio_run(const struct bench_env *env, const struct bench_workload *wl,
+                  const struct bench_fio_target *t, pid_t server_pid, const char *tag,
+                  struct bench_sample *s)
+{
+  const struct bench_opts *o = env->opts;
+  char job[PATH_MAX], name[200], json[PATH_MAX], log[PATH_MAX], output[PATH_MAX + 16];
+  char *argv[] = { "fio", "--output-format=json", output, job, NULL };
+  double cpu_fio0 = 0, cpu_srv0 = 0, cpu_fio1 = 0, cpu_srv1 = 0, t0;
+  struct bench_fio_result res;
+  FILE *f;
+  pid_t pid;
+  int rc, st = 0;
+
+  memset(s, 0, sizeof(*s));
+  bench_fmt(name, sizeof(name), "%s.fio", tag);
+  bench_env_work_path(env, name, job, sizeof(job));
+  bench_fmt(name, sizeof(name), "%s.json", tag);
+  bench_env_out_path(env, "raw", name, json, sizeof(json));
+  bench_fmt(s->raw, sizeof(s->raw), "raw/%s", name);
+  bench_env_out_path(env, "logs", "fio.log", log, sizeof(log));
+  bench_fmt(output, sizeof(output), "--output=%s", json);
+  f = fopen(job, "w");
+  if (f == NULL) {
+    return -errno;
+  }
+  rc = bench_fio_write_job(f, wl, t, o->runtime_s, o->ramp_s);
+  if (fclose(f) != 0 && rc == 0) {
+    rc = -EIO;
+  }
+  if (rc < 0) {
+    return rc;
+  }
+  log_header(log, tag);
+  t0 = bench_proc_now();
+  rc = bench_proc_spawn(argv, log, -1, &pid);
+  if (rc < 0) {
+    return rc;
+  }
+  /* the measured window starts when the ramp ends */
+  sleep_until(t0 + o->ramp_s + 0.05, pid);
+  bench_proc_cpu(pid, &cpu_fio0);
+  if (server_pid > 0) {
+    bench_proc_cpu(server_pid, &cpu_srv0);
+  }
+  /* fio stops by itself after the runtime; give it two minutes more, then kill it */
+  while (!bench_proc_exited(pid) && !bench_proc_interrupted() &&
+         bench_proc_now() < t0 + o->ramp_s + o->runtime_s + 120.0) {
+    usleep(20000);
+  }
+  if (bench_proc_interrupted()) {
+    kill(pid, SIGINT);
+  }
+  rc = bench_proc_wait(pid, 10.0, &st, &cpu_fio1);
+  if (server_pid > 0) {
+    bench_proc_cpu(server_pid, &cpu_srv1);
+  }
+  s->seconds = bench_proc_now() - t0;
+  if (rc < 0) {
+    return rc;
+  }
+  if (bench_proc_interrupted()) {
+    return -EINTR;
+  }
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    fprintf(stderr, "diskgate bench: fio failed for %s (see %s)\n", tag, log);
+    return -EIO;
+  }
+  rc = bench_json_parse_fio_file(json, wl->name, &res);
+  if (rc < 0 || res.error != 0) {
+    fprintf(stderr, "diskgate bench: fio's output for %s is unusable (%s)\n", tag,
+            rc < 0 ? strerror(-rc) : strerror(res.error));
+    return -EIO;
+  }
+  bench_json_fill_sample(&res, wl, s);
+  s->cpu_client_s = cpu_fio1 - cpu_fio0;
+  s->cpu_server_s = cpu_srv1 - cpu_srv0;
+  s->cpu_per_kio = s->ios > 0 ? (s->cpu_client_s + s->cpu_server_s) / (s->ios / 1000.0) : 0.0;
+  s->ok = s->value > 0;
+  return s->ok ? 0 : -EIO;
+}

@@ -1,0 +1,203 @@
+/* bench_json.c: fio's JSON output, parsed with cJSON. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench_json.h"
+#include "bench/bench_util.h"
+
+#define MARK BENCH_GUEST_MARK
+
+/* Returns the number `name` of object `obj`, or 0 when absent or not a number. */
+static double json_number(const cJSON *obj, const char *name)
+{
+  const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+  if (cJSON_IsNumber(item)) {
+    return item->valuedouble;
+  }
+  return 0.0;
+}
+
+/* Returns the 99th percentile of a fio latency object ({"percentile": {"99.000000": N}}). */
+static double json_p99(const cJSON *lat)
+{
+  const cJSON *pct = cJSON_GetObjectItemCaseSensitive(lat, "percentile");
+  const cJSON *item;
+
+  cJSON_ArrayForEach(item, pct) {
+    if (item->string != NULL && strtod(item->string, NULL) == 99.0 && cJSON_IsNumber(item)) {
+      return item->valuedouble;
+    }
+  }
+  return 0.0;
+}
+
+static void json_dir(const cJSON *job, const char *dir, double *iops, double *bw, double *ios,
+                     double *p99)
+{
+  const cJSON *d = cJSON_GetObjectItemCaseSensitive(job, dir);
+
+  *iops = json_number(d, "iops");
+  *bw = json_number(d, "bw_bytes");
+  *ios = json_number(d, "total_ios");
+  *p99 = json_p99(cJSON_GetObjectItemCaseSensitive(d, "clat_ns"));
+}
+
+/* Returns the start of the JSON object: the first '{' that begins a line. */
+static const char *json_start(const char *text, size_t len)
+{
+  for (size_t i = 0; i < len; i++) {
+    if (text[i] == '{' && (i == 0 || text[i - 1] == '\n')) {
+      return text + i;
+    }
+  }
+  return NULL;
+}
+
+int bench_json_parse_fio(const char *text, size_t len, const char *jobname,
+                         struct bench_fio_result *out)
+{
+  const char *start = json_start(text, len);
+  const cJSON *jobs, *job, *found = NULL;
+  const cJSON *sync;
+  cJSON *root;
+
+  memset(out, 0, sizeof(*out));
+  if (start == NULL) {
+    return -EINVAL;
+  }
+  root = cJSON_ParseWithLengthOpts(start, len - (size_t)(start - text), NULL, false);
+  if (root == NULL) {
+    return -EINVAL;
+  }
+  jobs = cJSON_GetObjectItemCaseSensitive(root, "jobs");
+  if (!cJSON_IsArray(jobs)) {
+    cJSON_Delete(root);
+    return -EINVAL;
+  }
+  cJSON_ArrayForEach(job, jobs) {
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(job, "jobname");
+
+    if (jobname == NULL || (cJSON_IsString(name) && strcmp(name->valuestring, jobname) == 0)) {
+      found = job;
+      break;
+    }
+  }
+  if (found == NULL) {
+    cJSON_Delete(root);
+    return -ENOENT;
+  }
+  {
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(found, "jobname");
+
+    if (cJSON_IsString(name)) {
+      bench_fmt(out->jobname, sizeof(out->jobname), "%s", name->valuestring);
+    }
+  }
+  out->error = (int)json_number(found, "error");
+  out->runtime_ms = json_number(found, "job_runtime");
+  json_dir(found, "read", &out->read_iops, &out->read_bw, &out->read_ios, &out->read_p99_ns);
+  json_dir(found, "write", &out->write_iops, &out->write_bw, &out->write_ios,
+           &out->write_p99_ns);
+  sync = cJSON_GetObjectItemCaseSensitive(found, "sync");
+  out->sync_ios = json_number(sync, "total_ios");
+  out->sync_p99_ns = json_p99(cJSON_GetObjectItemCaseSensitive(sync, "lat_ns"));
+  cJSON_Delete(root);
+  return 0;
+}
+
+int bench_json_parse_fio_file(const char *path, const char *jobname, struct bench_fio_result *out)
+{
+  FILE *f = fopen(path, "rb");
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  int rc;
+
+  memset(out, 0, sizeof(*out));
+  if (f == NULL) {
+    return -errno;
+  }
+  for (;;) {
+    size_t got;
+
+    if (cap - len < 4096) {
+      size_t ncap = cap == 0 ? 65536 : cap * 2;
+      char *nbuf = realloc(buf, ncap);
+
+      if (nbuf == NULL) {
+        free(buf);
+        fclose(f);
+        return -ENOMEM;
+      }
+      buf = nbuf;
+      cap = ncap;
+    }
+    got = fread(buf + len, 1, cap - len, f);
+    len += got;
+    if (got == 0) {
+      break;
+    }
+  }
+  rc = ferror(f) ? -EIO : 0;
+  fclose(f);
+  if (rc == 0) {
+    rc = bench_json_parse_fio(buf, len, jobname, out);
+  }
+  free(buf);
+  return rc;
+}
+
+void bench_json_fill_sample(const struct bench_fio_result *f, const struct bench_workload *wl,
+                            struct bench_sample *s)
+{
+  s->iops = f->read_iops + f->write_iops;
+  s->mbps = (f->read_bw + f->write_bw) / 1e6;
+  s->ios = f->read_ios + f->write_ios;
+  s->p99_us = (f->read_p99_ns > f->write_p99_ns ? f->read_p99_ns : f->write_p99_ns) / 1e3;
+  s->fsync_p99_us = f->sync_p99_ns / 1e3;
+  switch (wl->unit) {
+  case BENCH_UNIT_IOPS:
+    s->value = s->iops;
+    break;
+  case BENCH_UNIT_MBPS:
+    s->value = s->mbps;
+    break;
+  case BENCH_UNIT_MIBPS:
+    s->value = (f->read_bw + f->write_bw) / (1024.0 * 1024.0);
+    break;
+  }
+}
+
+int bench_json_parse_guest_output(const char *text, const struct bench_workload *const *wls,
+                                  size_t n, struct bench_sample *out)
+{
+  int ok = 0;
+
+  for (size_t i = 0; i < n; i++) {
+    const struct bench_workload *wl = wls[i];
+    char begin[96], end[96], status[96];
+    const char *b, *e;
+    struct bench_fio_result res;
+
+    out[i].ok = false;
+    bench_fmt(begin, sizeof(begin), MARK "JSON %s\n", wl->name);
+    bench_fmt(end, sizeof(end), MARK "JSON-END %s\n", wl->name);
+    bench_fmt(status, sizeof(status), MARK "END %s 0\n", wl->name);
+    b = strstr(text, begin);
+    e = b != NULL ? strstr(b, end) : NULL;
+    if (strstr(text, status) == NULL || b == NULL || e == NULL) {
+      continue;
+    }
+    b += strlen(begin);
+    if (bench_json_parse_fio(b, (size_t)(e - b), wl->name, &res) < 0 || res.error != 0) {
+      continue;
+    }
+    bench_json_fill_sample(&res, wl, &out[i]);
+    out[i].ok = out[i].value > 0;
+    ok += out[i].ok ? 1 : 0;
+  }
+  return ok;
+}

@@ -1,0 +1,50 @@
+/* bench_json.h: reading fio's --output-format=json with cJSON. Pure functions; any thread. */
+#ifndef DISKGATE_BENCH_JSON_H
+#define DISKGATE_BENCH_JSON_H
+
+#include <stddef.h>
+
+#include "bench/bench_types.h"
+
+/* The figures of one fio job. Rates per second over the job's runtime (after the ramp),
+ * latencies in nanoseconds, 0 when fio reported none. */
+struct bench_fio_result {
+  char jobname[64];
+  int error;            /* the job's "error" field (an errno value; 0 = fine) */
+  double runtime_ms;    /* "job_runtime" */
+  double read_iops, write_iops;
+  double read_bw, write_bw;       /* bytes per second */
+  double read_ios, write_ios;     /* I/Os completed */
+  double read_p99_ns, write_p99_ns; /* completion latency (clat) p99 */
+  double sync_ios;                /* fsyncs (NBD flushes) completed */
+  double sync_p99_ns;             /* their latency p99 */
+};
+
+/* Parses fio's JSON output in text[0..len) and fills *out with the job called `jobname`
+ * (NULL = the first job). Lines before the JSON object (fio's engines print messages such as
+ * "fio: connected to NBD server" into the output file) and anything after it are ignored.
+ * Returns 0, -EINVAL when the text holds no fio JSON object, -ENOENT when there is no such job. */
+int bench_json_parse_fio(const char *text, size_t len, const char *jobname,
+                         struct bench_fio_result *out);
+
+/* Reads the file at `path` and parses it as bench_json_parse_fio() does. Returns 0, -errno
+ * when the file cannot be read, or the parser's error. */
+int bench_json_parse_fio_file(const char *path, const char *jobname, struct bench_fio_result *out);
+
+/* Fills the figures of sample *s (value in wl's unit, IOPS, MB/s, I/O count, p99 and fsync p99
+ * in µs) from fio's result. CPU figures and the wall time are left alone. */
+void bench_json_fill_sample(const struct bench_fio_result *f, const struct bench_workload *wl,
+                            struct bench_sample *s);
+
+/* The prefix of the marker lines the guest's task prints around and after its fio runs. */
+#define BENCH_GUEST_MARK "@@DGB-"
+
+/* Parses the output of the guest's task (as tests/guest/run-guest.sh prints it): for each of
+ * the n workloads, the line "@@DGB-END <name> <status>" and the fio JSON between
+ * "@@DGB-JSON <name>" and "@@DGB-JSON-END <name>". Fills the figures of out[i] (not the CPU
+ * ones) and sets out[i].ok for each workload whose fio exited 0 with a usable result. Returns
+ * the number of usable results. Pure; any thread. */
+int bench_json_parse_guest_output(const char *text, const struct bench_workload *const *wls,
+                                  size_t n, struct bench_sample *out);
+
+#endif

@@ -1,0 +1,329 @@
+/* bench_main.c: `diskgate bench`: command line, tool checks, the run, the three reports. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+#include "bench/bench_cli.h"
+#include "bench/bench_configs.h"
+#include "bench/bench_copy.h"
+#include "bench/bench_env.h"
+#include "bench/bench_guest.h"
+#include "bench/bench_load.h"
+#include "bench/bench_machine.h"
+#include "bench/bench_proc.h"
+#include "bench/bench_profiles.h"
+#include "bench/bench_report.h"
+#include "bench/bench_run.h"
+#include "bench/bench_stats.h"
+#include "bench/bench_workloads.h"
+#include "bench/bench_util.h"
+
+/* The Debian package that provides a tool. */
+static const char *tool_package(const char *tool)
+{
+  static const struct {
+    const char *tool, *pkg;
+  } map[] = {
+    { "fio", "fio" },
+    { "qemu-nbd", "qemu-utils" },
+    { "nbdkit", "nbdkit" },
+    { "qemu-system-x86_64", "qemu-system-x86" },
+    { "nbdfuse", "libnbd-bin" },
+    { "losetup", "mount" },
+    { "mount", "mount" },
+    { "mkfs.ext4", "e2fsprogs" },
+  };
+
+  for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+    if (strcmp(map[i].tool, tool) == 0) {
+      return map[i].pkg;
+    }
+  }
+  return tool;
+}
+
+/* Adds `tool` to the missing list when it is not installed (once). */
+static void need_tool(const char *tool, const char **missing, size_t *n)
+{
+  if (tool == NULL || bench_proc_have_tool(tool)) {
+    return;
+  }
+  for (size_t i = 0; i < *n; i++) {
+    if (strcmp(missing[i], tool) == 0) {
+      return;
+    }
+  }
+  missing[(*n)++] = tool;
+}
+
+/* Checks every external program the selected cells need. Prints one line and returns -ENOENT
+ * when some are missing. */
+static int check_tools(const struct bench_results *r, const struct bench_env *env)
+{
+  const char *missing[32];
+  size_t n = 0;
+  bool copy = false, guest = false;
+
+  need_tool("fio", missing, &n);
+  for (size_t w = 0; w < r->nworkloads; w++) {
+    copy |= r->workloads[w]->kind == BENCH_WL_COPY;
+  }
+  for (size_t c = 0; c < r->nconfigs; c++) {
+    const struct bench_config *cfg = r->configs[c];
+
+    need_tool(bench_configs_tool(cfg), missing, &n);
+    need_tool(bench_configs_tool2(cfg), missing, &n);
+    if (bench_configs_needs_root(cfg)) {
+      need_tool("losetup", missing, &n);
+    }
+    if (copy && !bench_configs_is_guest(cfg)) {
+      need_tool("losetup", missing, &n);
+      need_tool("mkfs.ext4", missing, &n);
+      need_tool("mount", missing, &n);
+      if (cfg->kind == BENCH_CFG_NBD) {
+        need_tool("nbdfuse", missing, &n);
+      }
+    }
+    guest |= bench_configs_is_guest(cfg);
+  }
+  if (n > 0) {
+    fprintf(stderr, "diskgate bench: missing ");
+    for (size_t i = 0; i < n; i++) {
+      fprintf(stderr, "%s%s", i > 0 ? ", " : "", missing[i]);
+    }
+    fprintf(stderr, ": install them with `apt-get install");
+    for (size_t i = 0; i < n; i++) {
+      bool dup = false;
+
+      for (size_t j = 0; j < i; j++) {
+        dup |= strcmp(tool_package(missing[j]), tool_package(missing[i])) == 0;
+      }
+      if (!dup) {
+        fprintf(stderr, " %s", tool_package(missing[i]));
+      }
+    }
+    fprintf(stderr, "` (or scripts/deps.sh bench)\n");
+    return -ENOENT;
+  }
+  if (guest) {
+    char path[PATH_MAX];
+
+    if (bench_guest_script(env, "tests/guest/run-guest.sh", path, sizeof(path)) < 0 ||
+        bench_guest_script(env, "scripts/guest-image.sh", path, sizeof(path)) < 0) {
+      fprintf(stderr, "diskgate bench: guest rows need tests/guest/run-guest.sh and "
+                      "scripts/guest-image.sh from the source tree: set DISKGATE_SRCDIR\n");
+      return -ENOENT;
+    }
+  }
+  if (copy && geteuid() != 0) {
+    fprintf(stderr, "diskgate bench: note: not root, so the copy test is skipped (it needs "
+                    "mkfs and mount)\n");
+  }
+  return 0;
+}
+
+static void list_all(FILE *out)
+{
+  const struct bench_config *cfgs;
+  const struct bench_workload *wls;
+  size_t nc = bench_configs_all(&cfgs), nw = bench_workloads_all(&wls);
+
+  fputs("Configurations (--configs):\n", out);
+  for (size_t i = 0; i < nc; i++) {
+    fprintf(out, "  %-30s %s\n", cfgs[i].name, cfgs[i].title);
+  }
+  fputs("Workloads (--workloads):\n", out);
+  for (size_t i = 0; i < nw; i++) {
+    fprintf(out, "  %-30s %s (%s suite, %s)\n", wls[i].name, wls[i].title, wls[i].suite,
+            bench_workloads_unit_label(wls[i].unit));
+  }
+  fputs("Profiles (--profile): quick, seeds, sync, all\n", out);
+}
+
+static void join_command(int argc, char **argv, char *buf, size_t len)
+{
+  bench_fmt(buf, len, "diskgate");
+  for (int i = 0; i < argc; i++) {
+    size_t used = strlen(buf);
+
+    if (!bench_fmt(buf + used, len - used, " %s", argv[i])) {
+      break;
+    }
+  }
+}
+
+/* Writes one report file with `write`; returns 0 or -errno. */
+static int write_report(const struct bench_env *env, const char *name,
+                        int (*write)(FILE *, const struct bench_results *),
+                        const struct bench_results *r)
+{
+  char path[PATH_MAX];
+  FILE *f;
+  int rc;
+
+  bench_env_out_path(env, NULL, name, path, sizeof(path));
+  f = fopen(path, "w");
+  if (f == NULL) {
+    rc = -errno;
+    fprintf(stderr, "diskgate bench: cannot write %s: %s\n", path, strerror(-rc));
+    return rc;
+  }
+  rc = write(f, r);
+  if (fclose(f) != 0 && rc == 0) {
+    rc = -EIO;
+  }
+  if (rc < 0) {
+    fprintf(stderr, "diskgate bench: cannot write %s: %s\n", path, strerror(-rc));
+  }
+  return rc;
+}
+
+static int prepare_data(struct bench_env *env, const struct bench_results *r)
+{
+  char size[32];
+  int rc;
+
+  bench_report_fmt_value((double)env->opts->size / (1 << 20), BENCH_UNIT_MIBPS, size,
+                         sizeof(size));
+  fprintf(stderr, "diskgate bench: writing the test file %s (%llu MiB)\n", env->file,
+          (unsigned long long)(env->opts->size >> 20));
+  rc = bench_env_make_file(env);
+  if (rc < 0) {
+    fprintf(stderr, "diskgate bench: cannot write %s: %s\n", env->file, strerror(-rc));
+    return rc;
+  }
+  for (size_t w = 0; w < r->nworkloads; w++) {
+    if (r->workloads[w]->kind == BENCH_WL_COPY) {
+      fprintf(stderr, "diskgate bench: making the copy tree %s (%llu MiB)\n", env->tree,
+              (unsigned long long)(env->opts->copy_size >> 20));
+      rc = bench_copy_make_tree(env);
+      if (rc < 0) {
+        fprintf(stderr, "diskgate bench: cannot make %s: %s\n", env->tree, strerror(-rc));
+        return rc;
+      }
+      fprintf(stderr, "diskgate bench: the tree holds %u files, %llu bytes\n", env->tree_files,
+              (unsigned long long)env->tree_bytes);
+      break;
+    }
+  }
+  (void)size;
+  return 0;
+}
+
+/* --render: the three reports of an earlier run's bench.json, written into --out again. */
+static int render_main(const struct bench_opts *opts)
+{
+  static struct bench_results r;
+  struct bench_env env;
+  int rc;
+
+  memset(&env, 0, sizeof(env));
+  env.opts = opts;
+  if (bench_load_json(opts->render, &r) < 0) {
+    if (r.cells == NULL && access(opts->render, R_OK) != 0) {
+      fprintf(stderr, "diskgate bench: cannot read %s\n", opts->render);
+    }
+    return 2;
+  }
+  rc = bench_env_mkdir_p(opts->out);
+  if (rc < 0 || realpath(opts->out, env.out) == NULL) {
+    fprintf(stderr, "diskgate bench: cannot create --out %s\n", opts->out);
+    free(r.cells);
+    return 1;
+  }
+  rc = 0;
+  if (write_report(&env, "bench.md", bench_report_md_write, &r) < 0 ||
+      write_report(&env, "bench.json", bench_report_json_write, &r) < 0 ||
+      write_report(&env, "bench.svg", bench_report_svg_write, &r) < 0) {
+    rc = 1;
+  } else {
+    bench_report_md_write(stdout, &r);
+  }
+  free(r.cells);
+  return rc;
+}
+
+int bench_main(int argc, char **argv)
+{
+  static struct bench_results r;
+  struct bench_env env;
+  double t0;
+  time_t now;
+  int rc, status = 0;
+
+  memset(&r, 0, sizeof(r));
+  rc = bench_cli_parse(argc, argv, &r.opts, stdout, stderr);
+  if (rc == BENCH_CLI_HELP) {
+    return 0;
+  }
+  if (rc < 0) {
+    return 2;
+  }
+  if (r.opts.list) {
+    list_all(stdout);
+    return 0;
+  }
+  if (r.opts.render != NULL) {
+    return render_main(&r.opts);
+  }
+  rc = bench_profiles_select(&r.opts, &r, stderr);
+  if (rc == -ENOENT) {
+    fprintf(stderr, "diskgate bench: nothing to run: no selected workload applies to the "
+                    "selected configurations\n");
+  }
+  if (rc < 0) {
+    return 2;
+  }
+  r.cells = calloc(r.nconfigs * r.nworkloads, sizeof(*r.cells));
+  if (r.cells == NULL) {
+    fprintf(stderr, "diskgate bench: out of memory\n");
+    return 1;
+  }
+  join_command(argc, argv, r.command, sizeof(r.command));
+  if (bench_env_locate(&env, &r.opts) < 0 || check_tools(&r, &env) < 0) {
+    free(r.cells);
+    return 2;
+  }
+  bench_proc_install_signals();
+  if (bench_env_init(&env) < 0) {
+    bench_env_cleanup(&env);
+    free(r.cells);
+    return 1;
+  }
+  now = time(NULL);
+  strftime(r.started, sizeof(r.started), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+  bench_machine_describe(&r.machine, env.dir);
+  r.caches_dropped = access("/proc/sys/vm/drop_caches", W_OK) == 0;
+  bench_run_plan(&r);
+  t0 = bench_proc_now();
+  rc = prepare_data(&env, &r);
+  if (rc == 0) {
+    rc = bench_run_all(&env, &r);
+    if (rc < 0) {
+      status = 1;
+    }
+  } else {
+    status = 1;
+  }
+  r.elapsed_s = bench_proc_now() - t0;
+  r.tree_bytes = env.tree_bytes;
+  r.tree_files = env.tree_files;
+  bench_fmt(r.machine.accel, sizeof(r.machine.accel), "%s", env.accel);
+  bench_stats_results_finish(&r);
+  if (write_report(&env, "bench.md", bench_report_md_write, &r) < 0 ||
+      write_report(&env, "bench.json", bench_report_json_write, &r) < 0 ||
+      write_report(&env, "bench.svg", bench_report_svg_write, &r) < 0) {
+    status = 1;
+  } else {
+    bench_report_md_write(stdout, &r);
+    fprintf(stderr, "diskgate bench: wrote %s/bench.md, bench.json and bench.svg%s\n", env.out,
+            status != 0 ? " (some runs failed: see the cells and logs/)" : "");
+  }
+  bench_env_cleanup(&env);
+  free(r.cells);
+  return status;
+}

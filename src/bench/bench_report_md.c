@@ -1,0 +1,279 @@
+/* bench_report_md.c: the Markdown report, and the number formats every report shares. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bench/bench_configs.h"
+#include "bench/bench_report.h"
+#include "bench/bench_stats.h"
+#include "bench/bench_workloads.h"
+#include "bench/bench_util.h"
+
+void bench_report_fmt_value(double v, enum bench_unit unit, char *buf, size_t len)
+{
+  const char *label = bench_workloads_unit_label(unit);
+
+  if (unit == BENCH_UNIT_IOPS) {
+    if (v >= 1e6) {
+      bench_fmt(buf, len, "%.2fM", v / 1e6);
+    } else if (v >= 1e5) {
+      bench_fmt(buf, len, "%.0fK", v / 1e3);
+    } else if (v >= 1e4) {
+      bench_fmt(buf, len, "%.1fK", v / 1e3);
+    } else if (v >= 1e3) {
+      bench_fmt(buf, len, "%.2fK", v / 1e3);
+    } else {
+      bench_fmt(buf, len, "%.0f", v);
+    }
+    return;
+  }
+  if (v >= 100) {
+    bench_fmt(buf, len, "%.0f %s", v, label);
+  } else if (v >= 10) {
+    bench_fmt(buf, len, "%.1f %s", v, label);
+  } else {
+    bench_fmt(buf, len, "%.2f %s", v, label);
+  }
+}
+
+void bench_report_fmt_latency(double us, char *buf, size_t len)
+{
+  if (us < 1000) {
+    bench_fmt(buf, len, "%.0f µs", us);
+  } else if (us < 10000) {
+    bench_fmt(buf, len, "%.1f ms", us / 1000);
+  } else {
+    bench_fmt(buf, len, "%.0f ms", us / 1000);
+  }
+}
+
+void bench_report_fmt_pct(double pct, char *buf, size_t len)
+{
+  if (pct >= 9.95) {
+    bench_fmt(buf, len, "%.0f%%", pct);
+  } else {
+    bench_fmt(buf, len, "%.1f%%", pct);
+  }
+}
+
+void bench_report_fmt_duration(double s, char *buf, size_t len)
+{
+  long t = lround(s);
+
+  if (t < 60) {
+    bench_fmt(buf, len, "%lds", t);
+  } else if (t < 3600) {
+    bench_fmt(buf, len, "%ldm%02lds", t / 60, t % 60);
+  } else {
+    bench_fmt(buf, len, "%ldh%02ldm", t / 3600, (t % 3600) / 60);
+  }
+}
+
+static void fmt_bytes(uint64_t b, char *buf, size_t len)
+{
+  if (b >= (1ull << 30) && b % (1ull << 30) == 0) {
+    bench_fmt(buf, len, "%llu GiB", (unsigned long long)(b >> 30));
+  } else if (b >= (1ull << 30)) {
+    bench_fmt(buf, len, "%.1f GiB", (double)b / (double)(1ull << 30));
+  } else {
+    bench_fmt(buf, len, "%llu MiB", (unsigned long long)(b >> 20));
+  }
+}
+
+/* Which kind of table a pass renders. */
+enum table_kind { TABLE_VALUE, TABLE_P99, TABLE_CPU };
+
+/* Returns true when some row of the group (guest or not) can run workload w. */
+static bool column_used(const struct bench_results *r, size_t w, bool guest)
+{
+  for (size_t c = 0; c < r->nconfigs; c++) {
+    if (bench_configs_is_guest(r->configs[c]) == guest &&
+        bench_configs_applies(r->configs[c], r->workloads[w], NULL)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+static bool group_has_rows(const struct bench_results *r, bool guest)
+{
+  for (size_t c = 0; c < r->nconfigs; c++) {
+    if (bench_configs_is_guest(r->configs[c]) == guest) {
+      return true;
+    }
+  }
+  return false;
+}
+
+static void cell_text(const struct bench_cell *cell, enum table_kind kind, char *buf, size_t len)
+{
+  char a[40], b[40];
+
+  switch (cell->state) {
+  case BENCH_CELL_NA:
+    bench_fmt(buf, len, "-");
+    return;
+  case BENCH_CELL_PENDING:
+    bench_fmt(buf, len, "not run");
+    return;
+  case BENCH_CELL_FAILED:
+    bench_fmt(buf, len, "failed");
+    return;
+  case BENCH_CELL_DONE:
+    break;
+  }
+  switch (kind) {
+  case TABLE_VALUE:
+    bench_report_fmt_value(cell->value, cell->wl->unit, a, sizeof(a));
+    if (cell->have_pct) {
+      bench_report_fmt_pct(cell->pct, b, sizeof(b));
+      bench_fmt(buf, len, "%s (%s)", a, b);
+    } else {
+      bench_fmt(buf, len, "%s", a);
+    }
+    return;
+  case TABLE_P99:
+    if (cell->wl->kind == BENCH_WL_COPY) {
+      bench_fmt(buf, len, "-");
+      return;
+    }
+    bench_report_fmt_latency(cell->p99_us, a, sizeof(a));
+    if (cell->wl->fsync) {
+      bench_report_fmt_latency(cell->fsync_p99_us, b, sizeof(b));
+      bench_fmt(buf, len, "%s (fsync %s)", a, b);
+    } else {
+      bench_fmt(buf, len, "%s", a);
+    }
+    return;
+  case TABLE_CPU:
+    bench_fmt(buf, len, "%.3g", cell->cpu_per_kio);
+    return;
+  }
+}
+
+static void write_table(FILE *f, const struct bench_results *r, bool guest, enum table_kind kind)
+{
+  fputs("| config |", f);
+  for (size_t w = 0; w < r->nworkloads; w++) {
+    if (column_used(r, w, guest)) {
+      fprintf(f, " %s |", r->workloads[w]->title);
+    }
+  }
+  fputs("\n|---|", f);
+  for (size_t w = 0; w < r->nworkloads; w++) {
+    if (column_used(r, w, guest)) {
+      fputs("---:|", f);
+    }
+  }
+  fputc('\n', f);
+  for (size_t c = 0; c < r->nconfigs; c++) {
+    if (bench_configs_is_guest(r->configs[c]) != guest) {
+      continue;
+    }
+    fprintf(f, "| %s |", r->configs[c]->name);
+    for (size_t w = 0; w < r->nworkloads; w++) {
+      char text[128];
+
+      if (!column_used(r, w, guest)) {
+        continue;
+      }
+      /* bench_results_cell() wants a mutable pointer; the cell is only read here */
+      cell_text(&r->cells[c * r->nworkloads + w], kind, text, sizeof(text));
+      fprintf(f, " %s |", text);
+    }
+    fputc('\n', f);
+  }
+  fputc('\n', f);
+}
+
+static bool has_copy(const struct bench_results *r)
+{
+  for (size_t w = 0; w < r->nworkloads; w++) {
+    if (r->workloads[w]->kind == BENCH_WL_COPY) {
+      return true;
+    }
+  }
+  return false;
+}
+
+static void write_header(FILE *f, const struct bench_results *r)
+{
+  const struct bench_machine *m = &r->machine;
+  const struct bench_opts *o = &r->opts;
+  char size[32], took[32], copy[32];
+
+  fmt_bytes(o->size, size, sizeof(size));
+  bench_report_fmt_duration(r->elapsed_s, took, sizeof(took));
+  fprintf(f, "# diskgate bench: profile %s\n\n", o->profile);
+  fprintf(f, "`%s`\n\n", r->command);
+  fprintf(f, "- Machine: %s, %u cores, %.1f GiB RAM, %s; `--dir` on %s (%s)\n", m->cpu_model,
+          m->cores, (double)m->mem_bytes / (double)(1ull << 30), m->kernel, m->dir_fs,
+          m->dir_dev);
+  fprintf(f, "- Tools: %s; %s; %s; %s; %s\n", m->fio_version[0] ? m->fio_version : "fio ?",
+          m->qemu_version[0] ? m->qemu_version : "QEMU not installed",
+          m->qemu_nbd_version[0] ? m->qemu_nbd_version : "qemu-nbd not installed",
+          m->nbdkit_version[0] ? m->nbdkit_version : "nbdkit not installed",
+          m->diskgate_version);
+  fprintf(f, "- Method: medians of %u run%s of %u s after a %.1f s ramp (runs taken in rounds "
+          "over all rows), fio direct=1, test file %s of random data%s; started %s, took %s\n",
+          o->runs, o->runs == 1 ? "" : "s", o->runtime_s, o->ramp_s, size,
+          r->caches_dropped ? ", page caches dropped before each run" : "", r->started, took);
+  if (has_copy(r)) {
+    fmt_bytes(r->tree_bytes, copy, sizeof(copy));
+    fprintf(f, "- Copy test: a tree of %u files (512 B to 4 MiB, %s in all) copied with `cp -a` "
+            "onto a fresh ext4 on the disk under test, then syncfs; NBD rows reach the export "
+            "through nbdfuse and a loop device\n", r->tree_files, copy);
+  }
+  fprintf(f, "- Cells: IOPS for 4K jobs (read + write), MB/s (10^6 B/s) for 1M jobs, MiB/s for "
+          "the copy; (NN%%) is the share of the group's baseline row in the same column\n\n");
+}
+
+int bench_report_md_write(FILE *f, const struct bench_results *r)
+{
+  static const struct {
+    enum table_kind kind;
+    const char *title;
+  } extra[] = {
+    { TABLE_P99, "p99 completion latency (fsync: p99 of the flushes)" },
+    { TABLE_CPU, "CPU-seconds per 1K I/Os, server process + client (fio, or the QEMU process "
+                 "for guest rows); copy: CPU-seconds per GiB" },
+  };
+  bool groups[2] = { group_has_rows(r, false), group_has_rows(r, true) };
+  const char *accel = r->machine.accel[0] != '\0' ? r->machine.accel : "not run";
+
+  write_header(f, r);
+  for (int g = 0; g < 2; g++) {
+    long base = bench_stats_baseline_row(r, g == 1);
+
+    if (!groups[g]) {
+      continue;
+    }
+    if (g == 0 && base >= 0) {
+      fprintf(f, "## Host and NBD rows (%% of `%s`)\n\n", r->configs[base]->name);
+    } else if (g == 0) {
+      fputs("## Host and NBD rows (no `host` row selected, so no percentages)\n\n", f);
+    } else {
+      fprintf(f, "## Guest rows (QEMU accel=%s; %% of `%s`, not comparable with the host line)"
+              "\n\n", accel, base >= 0 ? r->configs[base]->name : "-");
+    }
+    write_table(f, r, g == 1, TABLE_VALUE);
+  }
+  for (size_t k = 0; k < sizeof(extra) / sizeof(extra[0]); k++) {
+    fprintf(f, "## %s\n\n", extra[k].title);
+    for (int g = 0; g < 2; g++) {
+      if (!groups[g]) {
+        continue;
+      }
+      if (groups[0] && groups[1]) {
+        fprintf(f, "%s:\n\n", g == 0 ? "Host and NBD rows" : "Guest rows");
+      }
+      write_table(f, r, g == 1, extra[k].kind);
+    }
+  }
+  fputs("## Configurations\n\n", f);
+  for (size_t c = 0; c < r->nconfigs; c++) {
+    fprintf(f, "- `%s`: %s\n", r->configs[c]->name, r->configs[c]->title);
+  }
+  return ferror(f) ? -EIO : 0;
+}

@@ -1,0 +1,39 @@
+/* bench_server.h: starting and stopping the NBD servers under test (diskgate serve, qemu-nbd,
+ * nbdkit), listening on a Unix socket in the private directory or on 127.0.0.1 only.
+ * Main thread only. */
+#ifndef DISKGATE_BENCH_SERVER_H
+#define DISKGATE_BENCH_SERVER_H
+
+#include <sys/types.h>
+
+#include "bench/bench_env.h"
+#include "bench/bench_types.h"
+
+#define BENCH_EXPORT "bench"
+
+struct bench_server {
+  enum bench_server_kind kind;
+  pid_t pid;            /* 0 when not running */
+  char sock[108];       /* Unix socket path, "" for TCP */
+  int port;             /* TCP port on 127.0.0.1, 0 for Unix */
+  char uri[256];        /* NBD URI of the export */
+  char log[PATH_MAX];   /* the server's stdout and stderr */
+};
+
+/* Starts the server of configuration cfg exporting `file` as "bench" (for guest rows too; the
+ * transport is then a Unix socket) and waits until it accepts connections (its pid file
+ * written; for qemu-nbd and nbdkit also a connect() succeeding), at most 15 s. `tag` names
+ * the log file (<out>/logs/server-<tag>.log). Returns 0, -ENOENT when the configuration has
+ * no server, or -errno (-ETIMEDOUT, -ECHILD when it exited; the log's tail is printed on
+ * stderr). */
+int bench_server_start(const struct bench_env *env, const struct bench_config *cfg,
+                       const char *file, const char *tag, struct bench_server *srv);
+
+/* Stops a running server with SIGTERM (SIGKILL after 10 s). Returns 0 when it exited with
+ * status 0, -EIO when it exited otherwise or had to be killed (a line says how on stderr). */
+int bench_server_stop(struct bench_server *srv);
+
+/* Returns a free TCP port on 127.0.0.1 (bound then released), or -errno. */
+int bench_server_free_port(void);
+
+#endif

@@ -1,0 +1,63 @@
+/* bench_workloads.c: the workloads of the `seeds` and `sync` suites. */
+#include <string.h>
+
+#include "bench/bench_workloads.h"
+
+#define KIB 1024u
+#define MIB (1024u * 1024u)
+
+static const struct bench_workload workloads[] = {
+  /* seeds: the VM-disk shapes of the published tables */
+  { "read-1m", "1M seqread QD4", "seeds", BENCH_WL_FIO, "read", MIB, 4, 0, false, true,
+    BENCH_UNIT_MBPS },
+  { "write-1m", "1M seqwrite QD4", "seeds", BENCH_WL_FIO, "write", MIB, 4, 0, false, true,
+    BENCH_UNIT_MBPS },
+  { "randread-4k", "4K randread QD32", "seeds", BENCH_WL_FIO, "randread", 4 * KIB, 32, 0, false,
+    false, BENCH_UNIT_IOPS },
+  { "randwrite-4k", "4K randwrite QD32", "seeds", BENCH_WL_FIO, "randwrite", 4 * KIB, 32, 0,
+    false, false, BENCH_UNIT_IOPS },
+  { "read-4k", "4K seqread QD32", "seeds", BENCH_WL_FIO, "read", 4 * KIB, 32, 0, false, false,
+    BENCH_UNIT_IOPS },
+  { "write-4k", "4K seqwrite QD32", "seeds", BENCH_WL_FIO, "write", 4 * KIB, 32, 0, false, false,
+    BENCH_UNIT_IOPS },
+  { "randrw-4k", "4K randrw 70/30 QD32", "seeds", BENCH_WL_FIO, "randrw", 4 * KIB, 32, 70, false,
+    false, BENCH_UNIT_IOPS },
+  { "randrw-1m", "1M randrw 70/30 QD4", "seeds", BENCH_WL_FIO, "randrw", MIB, 4, 70, false,
+    false, BENCH_UNIT_MBPS },
+  /* sync: durability costs */
+  { "randwrite-4k-qd8", "4K randwrite QD8", "sync", BENCH_WL_FIO, "randwrite", 4 * KIB, 8, 0,
+    false, false, BENCH_UNIT_IOPS },
+  { "randwrite-4k-qd8-fsync", "4K randwrite QD8 fsync=1", "sync", BENCH_WL_FIO, "randwrite",
+    4 * KIB, 8, 0, true, false, BENCH_UNIT_IOPS },
+  { "copy", "copy tree + sync", "sync", BENCH_WL_COPY, NULL, 0, 0, 0, false, false,
+    BENCH_UNIT_MIBPS },
+};
+
+size_t bench_workloads_all(const struct bench_workload **out)
+{
+  *out = workloads;
+  return sizeof(workloads) / sizeof(workloads[0]);
+}
+
+const struct bench_workload *bench_workloads_find(const char *name)
+{
+  for (size_t i = 0; i < sizeof(workloads) / sizeof(workloads[0]); i++) {
+    if (strcmp(workloads[i].name, name) == 0) {
+      return &workloads[i];
+    }
+  }
+  return NULL;
+}
+
+const char *bench_workloads_unit_label(enum bench_unit unit)
+{
+  switch (unit) {
+  case BENCH_UNIT_IOPS:
+    return "IOPS";
+  case BENCH_UNIT_MBPS:
+    return "MB/s";
+  case BENCH_UNIT_MIBPS:
+    return "MiB/s";
+  }
+  return "";
+}

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# tests/bench/e2e-quick.sh: `diskgate bench --profile quick` end to end, with 2-second runs on a
+# small file: the three outputs exist, the Markdown table has one row per configuration and one
+# column per workload, every number in it and in the JSON is positive, and --render gives the
+# same table back from the JSON.
+source "$SRCDIR/tests/lib.sh"
+
+out=$T/out
+rc=0
+"$DISKGATE" bench --profile quick --runtime 2 --size 64M --dir "$T" --out "$out" \
+  >"$T/stdout" 2>"$T/stderr" || rc=$?
+if [ "$rc" -ne 0 ]; then
+  cat "$T/stderr" >&2
+  for f in "$out"/logs/*; do [ -f "$f" ] && { echo "--- $f" >&2; tail -n 20 "$f" >&2; }; done
+  fail "diskgate bench --profile quick exited $rc"
+fi
+for f in bench.md bench.json bench.svg; do
+  [ -s "$out/$f" ] || fail "no $f in $out"
+done
+grep -q '^\[1/[0-9]*\] host / ' "$T/stderr" || fail "no progress lines on stderr"
+grep -q 'remaining ~' "$T/stderr" || fail "progress lines lack the remaining time"
+[ ! -e "$T/diskgate-bench.img" ] || fail "the test file was left behind"
+
+# The configurations quick runs (loop devices need root).
+expected=(host host-dev-4k diskgate-unix-direct-full qemu-nbd-unix nbdkit-unix)
+[ "$(id -u)" -eq 0 ] || expected=(host diskgate-unix-direct-full qemu-nbd-unix nbdkit-unix)
+
+$PY - "$out" "${expected[@]}" <<'PYEOF' || fail "the report's shape or numbers are wrong"
+import json, re, sys
+
+out, expected = sys.argv[1], sys.argv[2:]
+md = open(out + "/bench.md", encoding="utf-8").read()
+
+def table(title_prefix):
+    """The rows of the first table after the heading starting with title_prefix."""
+    lines = md.splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith(title_prefix))
+    rows = []
+    for l in lines[start + 1:]:
+        if l.startswith("|"):
+            rows.append([c.strip() for c in l.strip().strip("|").split("|")])
+        elif rows:
+            break
+    return rows
+
+def check(cond, what):
+    if not cond:
+        print("e2e-quick: " + what, file=sys.stderr)
+        sys.exit(1)
+
+main = table("## Host and NBD rows (% of `host`)")
+check(main[0] == ["config", "1M seqread QD4", "4K randread QD32"], "header %r" % main[0])
+check(set(main[1]) <= {"---", "---:"}, "separator %r" % main[1])
+check([r[0] for r in main[2:]] == expected, "rows %r" % [r[0] for r in main[2:]])
+cell = re.compile(r"^(\d+(\.\d+)?)([KM]| MB/s) \((\d+(\.\d+)?)%\)$")
+for r in main[2:]:
+    check(len(r) == 3, "row %r has %d cells" % (r, len(r)))
+    for c in r[1:]:
+        m = cell.match(c)
+        check(m is not None, "cell %r is not 'value (NN%%)'" % c)
+        check(float(m.group(1)) > 0 and float(m.group(4)) > 0, "cell %r is not positive" % c)
+check(main[2][1].endswith("(100%)") and main[2][2].endswith("(100%)"), "host is not 100%")
+for title in ("## p99", "## CPU-seconds"):
+    rows = table(title)
+    check([r[0] for r in rows[2:]] == expected, "%s rows" % title)
+    for r in rows[2:]:
+        for c in r[1:]:
+            num = re.match(r"^(\d+(\.\d+)?(e-?\d+)?)", c)
+            check(num is not None and float(num.group(1)) > 0, "%s cell %r" % (title, c))
+
+data = json.load(open(out + "/bench.json"))
+check(data["options"]["profile"] == "quick", "profile")
+for key in ("cpu_model", "cores", "kernel", "dir_fs"):
+    check(data["machine"][key], "machine lacks " + key)
+check(data["machine"]["versions"]["fio"].startswith("fio-"), "fio version")
+check(len(data["cells"]) == 2 * len(expected), "%d cells" % len(data["cells"]))
+for c in data["cells"]:
+    check(c["state"] == "done", "%s/%s is %s" % (c["config"], c["workload"], c["state"]))
+    m = c["median"]
+    for k in ("value", "p99_us", "cpu_per_unit", "pct"):
+        check(m[k] > 0, "%s/%s median %s = %r" % (c["config"], c["workload"], k, m[k]))
+    check(len(c["runs"]) == 1, "runs kept")
+    for run in c["runs"]:
+        check(run["ok"], "run not ok")
+        for k in ("value", "iops", "mbps", "ios", "p99_us", "cpu_client_s", "seconds"):
+            check(run[k] > 0, "%s/%s run %s = %r" % (c["config"], c["workload"], k, run[k]))
+        if c["config"] != "host" and not c["config"].startswith("host-"):
+            check(run["cpu_server_s"] > 0, "%s: no server CPU" % c["config"])
+
+svg = open(out + "/bench.svg").read()
+check(svg.startswith("<svg ") and svg.rstrip().endswith("</svg>"), "svg")
+check(svg.count("<title>") == 2 * len(expected), "svg bars: %d" % svg.count("<title>"))
+PYEOF
+# --render: the reports again from bench.json, identical Markdown
+"$DISKGATE" bench --render "$out/bench.json" --out "$T/again" >"$T/again.stdout" ||
+  fail "diskgate bench --render failed"
+cmp -s "$out/bench.md" "$T/again/bench.md" || fail "--render gave a different bench.md"
+cmp -s "$out/bench.md" "$T/again.stdout" || fail "--render printed a different table"
+
+pass "diskgate bench --profile quick: $(grep -c '^| ' "$out/bench.md") table lines, all positive"

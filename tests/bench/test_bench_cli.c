@@ -1,0 +1,198 @@
+/* tests/bench/test_bench_cli.c: `diskgate bench` options, profiles and row selection. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "bench_test.h"
+
+#include "bench/bench_cli.h"
+#include "bench/bench_profiles.h"
+
+/* Parses a NULL-terminated argument list; returns the result and what went to stderr. */
+static int parse(struct bench_opts *o, char *err, size_t errlen, ...)
+{
+  char *argv[32];
+  int argc = 0;
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *e = open_memstream(&buf, &len);
+  FILE *out = fopen("/dev/null", "w");
+  va_list ap;
+  int rc;
+
+  argv[argc++] = "bench";
+  va_start(ap, errlen);
+  for (char *a = va_arg(ap, char *); a != NULL && argc < 31; a = va_arg(ap, char *)) {
+    argv[argc++] = a;
+  }
+  va_end(ap);
+  argv[argc] = NULL;
+  rc = bench_cli_parse(argc, argv, o, out, e);
+  fclose(e);
+  fclose(out);
+  snprintf(err, errlen, "%s", buf != NULL ? buf : "");
+  free(buf);
+  return rc;
+}
+
+static void test_sizes(void **state)
+{
+  uint64_t v = 0;
+
+  (void)state;
+  assert_int_equal(bench_cli_parse_size("4096", &v), 0);
+  assert_int_equal(v, 4096);
+  assert_int_equal(bench_cli_parse_size("4K", &v), 0);
+  assert_int_equal(v, 4096);
+  assert_int_equal(bench_cli_parse_size("256m", &v), 0);
+  assert_int_equal(v, 256ull << 20);
+  assert_int_equal(bench_cli_parse_size("1G", &v), 0);
+  assert_int_equal(v, 1ull << 30);
+  assert_int_equal(bench_cli_parse_size("2GiB", &v), 0);
+  assert_int_equal(v, 2ull << 30);
+  assert_int_equal(bench_cli_parse_size("1T", &v), 0);
+  assert_int_equal(v, 1ull << 40);
+  assert_int_equal(bench_cli_parse_size("", &v), -EINVAL);
+  assert_int_equal(bench_cli_parse_size("G", &v), -EINVAL);
+  assert_int_equal(bench_cli_parse_size("-1G", &v), -EINVAL);
+  assert_int_equal(bench_cli_parse_size("1.5G", &v), -EINVAL);
+  assert_int_equal(bench_cli_parse_size("12Q", &v), -EINVAL);
+  assert_int_equal(bench_cli_parse_size("99999999999T", &v), -ERANGE);
+}
+
+static void test_profile_defaults(void **state)
+{
+  struct bench_opts o;
+  char err[256];
+
+  (void)state;
+  assert_int_equal(parse(&o, err, sizeof(err), NULL), BENCH_CLI_OK);
+  assert_string_equal(o.profile, "quick");
+  assert_int_equal(o.runs, 1);
+  assert_int_equal(o.runtime_s, 5);
+  assert_int_equal(o.size, 256ull << 20);
+  assert_near(o.ramp_s, 1.0, 1e-12);
+  assert_string_equal(o.dir, ".");
+  assert_string_equal(o.out, "bench-out");
+
+  assert_int_equal(parse(&o, err, sizeof(err), "--profile", "seeds", NULL), BENCH_CLI_OK);
+  assert_int_equal(o.runs, 3);
+  assert_int_equal(o.runtime_s, 10);
+  assert_int_equal(o.size, 1ull << 30);
+  assert_near(o.ramp_s, 2.0, 1e-12);
+  assert_int_equal(o.copy_size, 512ull << 20);
+
+  assert_int_equal(parse(&o, err, sizeof(err), "--profile=sync", "--runs", "5", "--runtime",
+                         "2", "--size", "4G", "--dir", "/var/tmp", "--out", "o", NULL),
+                   BENCH_CLI_OK);
+  assert_string_equal(o.profile, "sync");
+  assert_int_equal(o.runs, 5);
+  assert_int_equal(o.runtime_s, 2);
+  assert_int_equal(o.size, 4ull << 30);
+  assert_int_equal(o.copy_size, 1ull << 30);
+  assert_near(o.ramp_s, 0.5, 1e-12);
+  assert_string_equal(o.dir, "/var/tmp");
+  assert_string_equal(o.out, "o");
+  assert_string_equal(err, "");
+}
+
+/* Every bad command line: BENCH_CLI error and exactly one line naming the problem. */
+static void test_bad_command_lines(void **state)
+{
+  static const char *const bad[][3] = {
+    { "--runs", "0", NULL },           { "--runs", "x", NULL },
+    { "--runtime", "0", NULL },        { "--size", "10M", NULL },
+    { "--size", "1000001", NULL },     { "--size", "huge", NULL },
+    { "--profile", "slow", NULL },     { "--frobnicate", NULL, NULL },
+    { "--runs", NULL, NULL },          { "stray", NULL, NULL },
+    { "--ramp", "-1", NULL },          { "--copy-size", "900M", NULL },
+    { "-x", NULL, NULL },
+  };
+  struct bench_opts o;
+  char err[512];
+
+  (void)state;
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    int rc = parse(&o, err, sizeof(err), bad[i][0], bad[i][1], bad[i][2], NULL);
+    char *nl = strchr(err, '\n');
+
+    if (rc != -EINVAL) {
+      fail_msg("'%s %s' was accepted", bad[i][0], bad[i][1] ? bad[i][1] : "");
+    }
+    assert_non_null(nl);
+    assert_int_equal(nl[1], '\0');
+    assert_int_equal(strncmp(err, "diskgate bench: ", 16), 0);
+  }
+}
+
+static void test_select(void **state)
+{
+  static struct bench_results r;
+  struct bench_opts o;
+  char err[512];
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *e;
+
+  (void)state;
+  assert_int_equal(parse(&o, err, sizeof(err), "--configs", "host,diskgate-unix-*",
+                         "--workloads", "randread-4k,copy", NULL), BENCH_CLI_OK);
+  e = open_memstream(&buf, &len);
+  assert_int_equal(bench_profiles_select(&o, &r, e), 0);
+  fclose(e);
+  free(buf);
+  assert_int_equal(r.nconfigs, 7);
+  assert_string_equal(r.configs[0]->name, "host");
+  assert_string_equal(r.configs[1]->name, "diskgate-unix-direct-full");
+  assert_int_equal(r.nworkloads, 2);
+  assert_string_equal(r.workloads[0]->name, "randread-4k");
+  assert_string_equal(r.workloads[1]->name, "copy");
+
+  assert_int_equal(parse(&o, err, sizeof(err), "--configs", "host,nosuch", NULL), BENCH_CLI_OK);
+  buf = NULL;
+  e = open_memstream(&buf, &len);
+  assert_int_equal(bench_profiles_select(&o, &r, e), -EINVAL);
+  fclose(e);
+  assert_non_null(strstr(buf, "unknown configuration 'nosuch'"));
+  free(buf);
+
+  /* the copy test does not run in guests: nothing left to run */
+  assert_int_equal(parse(&o, err, sizeof(err), "--configs", "guest-virtio-file", "--workloads",
+                         "copy", NULL), BENCH_CLI_OK);
+  buf = NULL;
+  e = open_memstream(&buf, &len);
+  assert_int_equal(bench_profiles_select(&o, &r, e), -ENOENT);
+  fclose(e);
+  free(buf);
+
+  /* every profile's lists name real rows and columns */
+  for (const char *const *p = (const char *const[]){ "quick", "seeds", "sync", "all", NULL };
+       *p != NULL; p++) {
+    assert_int_equal(parse(&o, err, sizeof(err), "--profile", *p, NULL), BENCH_CLI_OK);
+    buf = NULL;
+    e = open_memstream(&buf, &len);
+    assert_int_equal(bench_profiles_select(&o, &r, e), 0);
+    fclose(e);
+    free(buf);
+    assert_true(r.nworkloads > 0);
+  }
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_sizes),
+    cmocka_unit_test(test_profile_defaults),
+    cmocka_unit_test(test_bad_command_lines),
+    cmocka_unit_test(test_select),
+  };
+
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

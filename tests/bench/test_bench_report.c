@@ -1,0 +1,320 @@
+/* tests/bench/test_bench_report.c: the Markdown report against tests/bench/expected/report.md,
+ * and the shape of the JSON and SVG reports, on a fixed set of results. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "bench_test.h"
+
+#include "bench/bench_configs.h"
+#include "bench/bench_load.h"
+#include "bench/bench_report.h"
+#include "bench/bench_stats.h"
+#include "bench/bench_workloads.h"
+
+#ifndef BENCH_EXPECTED
+#error "BENCH_EXPECTED must name tests/bench/expected"
+#endif
+
+static const char *const cfg_names[] = { "host", "qemu-nbd-unix", "nbdkit-unix",
+                                          "guest-virtio-file", "guest-9p" };
+static const char *const wl_names[] = { "read-1m", "randread-4k", "randwrite-4k-qd8-fsync",
+                                        "copy" };
+
+/* value, p99 µs, fsync p99 µs, CPU per unit for (config, workload); value 0 = failed */
+static const double figures[5][4][4] = {
+  { { 2374, 5600, 0, 0.0737 }, { 84700, 1600, 0, 0.00784 }, { 15000, 1800, 2800, 0.0452 },
+    { 561, 0, 0, 1.12 } },
+  { { 712.2, 11000, 0, 1.31 }, { 16093, 20000, 0, 0.0397 }, { 9450, 3900, 4000, 0.155 },
+    { 188, 0, 0, 2.88 } },
+  { { 1116, 38000, 0, 1.04 }, { 0, 0, 0, 0 }, { 9620, 469, 2100, 0.0929 }, { 247, 0, 0, 2.88 } },
+  { { 1080, 19000, 0, 0.797 }, { 7050, 18000, 0, 0.191 }, { 1200, 21000, 25000, 0.9 },
+    { 0, 0, 0, 0 } },
+  { { 279, 30000, 0, 2.5 }, { 0, 0, 0, 0 }, { 0, 0, 0, 0 }, { 0, 0, 0, 0 } },
+};
+
+static struct bench_cell cells[5 * 4];
+
+static void make_results(struct bench_results *r)
+{
+  memset(r, 0, sizeof(*r));
+  memset(cells, 0, sizeof(cells));
+  r->opts.profile = "seeds";
+  r->opts.runs = 3;
+  r->opts.runtime_s = 10;
+  r->opts.ramp_s = 2;
+  r->opts.size = 1ull << 30;
+  r->opts.copy_size = 512ull << 20;
+  r->opts.dir = "/var/tmp";
+  snprintf(r->machine.cpu_model, sizeof(r->machine.cpu_model), "AMD EPYC");
+  r->machine.cores = 2;
+  r->machine.mem_bytes = 24ull << 30;
+  snprintf(r->machine.kernel, sizeof(r->machine.kernel), "Linux 6.1.0 x86_64");
+  snprintf(r->machine.dir_fs, sizeof(r->machine.dir_fs), "ext4");
+  snprintf(r->machine.dir_dev, sizeof(r->machine.dir_dev), "/dev/vda");
+  snprintf(r->machine.fio_version, sizeof(r->machine.fio_version), "fio-3.33");
+  snprintf(r->machine.qemu_version, sizeof(r->machine.qemu_version), "QEMU 7.2.22");
+  snprintf(r->machine.qemu_nbd_version, sizeof(r->machine.qemu_nbd_version), "qemu-nbd 7.2.22");
+  snprintf(r->machine.nbdkit_version, sizeof(r->machine.nbdkit_version), "nbdkit 1.32.5");
+  snprintf(r->machine.diskgate_version, sizeof(r->machine.diskgate_version), "diskgate 0.1.0");
+  snprintf(r->machine.accel, sizeof(r->machine.accel), "tcg");
+  snprintf(r->command, sizeof(r->command), "diskgate bench --profile seeds");
+  snprintf(r->started, sizeof(r->started), "2026-11-30T06:00:00Z");
+  r->elapsed_s = 1865;
+  r->tree_bytes = 536870912;
+  r->tree_files = 1153;
+  r->caches_dropped = true;
+  r->nconfigs = 5;
+  r->nworkloads = 4;
+  r->cells = cells;
+  for (size_t c = 0; c < 5; c++) {
+    r->configs[c] = bench_configs_find(cfg_names[c]);
+    assert_non_null(r->configs[c]);
+  }
+  for (size_t w = 0; w < 4; w++) {
+    r->workloads[w] = bench_workloads_find(wl_names[w]);
+    assert_non_null(r->workloads[w]);
+  }
+  for (size_t c = 0; c < 5; c++) {
+    for (size_t w = 0; w < 4; w++) {
+      struct bench_cell *cell = bench_results_cell(r, c, w);
+      const double *f = figures[c][w];
+
+      cell->cfg = r->configs[c];
+      cell->wl = r->workloads[w];
+      if (!bench_configs_applies(cell->cfg, cell->wl, NULL)) {
+        cell->state = BENCH_CELL_NA;
+        continue;
+      }
+      cell->state = BENCH_CELL_PENDING;
+      cell->nruns = 3;
+      for (size_t i = 0; i < 3 && f[0] > 0; i++) {
+        /* three runs around the median: 0.9x, 1x, 1.2x */
+        double k = i == 0 ? 0.9 : i == 1 ? 1.0 : 1.2;
+
+        cell->runs[i] = (struct bench_sample){ .ok = true, .value = f[0] * k, .p99_us = f[1] * k,
+                                               .fsync_p99_us = f[2] * k, .cpu_per_kio = f[3] * k,
+                                               .ios = 1000, .seconds = 10 };
+      }
+    }
+  }
+  bench_stats_results_finish(r);
+}
+
+static char *render(int (*write)(FILE *, const struct bench_results *),
+                    const struct bench_results *r)
+{
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+
+  assert_non_null(f);
+  assert_int_equal(write(f, r), 0);
+  assert_int_equal(fclose(f), 0);
+  return buf;
+}
+
+static char *slurp(const char *path)
+{
+  FILE *f = fopen(path, "rb");
+  long size;
+  char *buf;
+
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  buf = malloc((size_t)size + 1);
+  assert_non_null(buf);
+  assert_int_equal(fread(buf, 1, (size_t)size, f), (size_t)size);
+  buf[size] = '\0';
+  fclose(f);
+  return buf;
+}
+
+static void test_markdown_matches_expected(void **state)
+{
+  struct bench_results r;
+  char *md, *want;
+
+  (void)state;
+  make_results(&r);
+  md = render(bench_report_md_write, &r);
+  want = slurp(BENCH_EXPECTED "/report.md");
+  if (strcmp(md, want) != 0) {
+    FILE *f = fopen("bench-report-actual.md", "w");
+
+    if (f != NULL) {
+      fputs(md, f);
+      fclose(f);
+    }
+    print_error("the report differs from expected/report.md (actual output written to "
+                "bench-report-actual.md in the test's directory)\n");
+  }
+  assert_string_equal(md, want);
+  free(md);
+  free(want);
+}
+
+static void test_formats(void **state)
+{
+  char buf[64];
+
+  (void)state;
+  bench_report_fmt_value(84712, BENCH_UNIT_IOPS, buf, sizeof(buf));
+  assert_string_equal(buf, "84.7K");
+  bench_report_fmt_value(123456, BENCH_UNIT_IOPS, buf, sizeof(buf));
+  assert_string_equal(buf, "123K");
+  bench_report_fmt_value(6543, BENCH_UNIT_IOPS, buf, sizeof(buf));
+  assert_string_equal(buf, "6.54K");
+  bench_report_fmt_value(950.4, BENCH_UNIT_IOPS, buf, sizeof(buf));
+  assert_string_equal(buf, "950");
+  bench_report_fmt_value(1.5e6, BENCH_UNIT_IOPS, buf, sizeof(buf));
+  assert_string_equal(buf, "1.50M");
+  bench_report_fmt_value(2374.4, BENCH_UNIT_MBPS, buf, sizeof(buf));
+  assert_string_equal(buf, "2374 MB/s");
+  bench_report_fmt_value(12.34, BENCH_UNIT_MIBPS, buf, sizeof(buf));
+  assert_string_equal(buf, "12.3 MiB/s");
+  bench_report_fmt_latency(58.2, buf, sizeof(buf));
+  assert_string_equal(buf, "58 µs");
+  bench_report_fmt_latency(1600, buf, sizeof(buf));
+  assert_string_equal(buf, "1.6 ms");
+  bench_report_fmt_latency(20400, buf, sizeof(buf));
+  assert_string_equal(buf, "20 ms");
+  bench_report_fmt_pct(19.2, buf, sizeof(buf));
+  assert_string_equal(buf, "19%");
+  bench_report_fmt_pct(6.54, buf, sizeof(buf));
+  assert_string_equal(buf, "6.5%");
+  bench_report_fmt_duration(42, buf, sizeof(buf));
+  assert_string_equal(buf, "42s");
+  bench_report_fmt_duration(185, buf, sizeof(buf));
+  assert_string_equal(buf, "3m05s");
+  bench_report_fmt_duration(3725, buf, sizeof(buf));
+  assert_string_equal(buf, "1h02m");
+}
+
+static void test_json_keeps_every_run(void **state)
+{
+  struct bench_results r;
+  char *text;
+  cJSON *root, *cells_j, *cell, *machine;
+  int ncells = 0;
+
+  (void)state;
+  make_results(&r);
+  text = render(bench_report_json_write, &r);
+  root = cJSON_Parse(text);
+  assert_non_null(root);
+  machine = cJSON_GetObjectItem(root, "machine");
+  assert_string_equal(cJSON_GetObjectItem(machine, "cpu_model")->valuestring, "AMD EPYC");
+  assert_string_equal(cJSON_GetObjectItem(machine, "guest_accel")->valuestring, "tcg");
+  assert_string_equal(
+    cJSON_GetObjectItem(cJSON_GetObjectItem(machine, "versions"), "fio")->valuestring,
+    "fio-3.33");
+  cells_j = cJSON_GetObjectItem(root, "cells");
+  assert_int_equal(cJSON_GetArraySize(cells_j), 20);
+  cJSON_ArrayForEach(cell, cells_j) {
+    const char *cfg = cJSON_GetObjectItem(cell, "config")->valuestring;
+    const char *wl = cJSON_GetObjectItem(cell, "workload")->valuestring;
+    const char *st = cJSON_GetObjectItem(cell, "state")->valuestring;
+
+    if (strcmp(cfg, "qemu-nbd-unix") == 0 && strcmp(wl, "randread-4k") == 0) {
+      cJSON *median = cJSON_GetObjectItem(cell, "median");
+
+      assert_string_equal(st, "done");
+      assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cell, "runs")), 3);
+      assert_near(cJSON_GetObjectItem(median, "value")->valuedouble, 16093, 1e-9);
+      assert_near(cJSON_GetObjectItem(median, "pct")->valuedouble,
+                          100.0 * 16093 / 84700, 1e-9);
+      assert_string_equal(cJSON_GetObjectItem(median, "pct_of")->valuestring, "host");
+    }
+    if (strcmp(cfg, "nbdkit-unix") == 0 && strcmp(wl, "randread-4k") == 0) {
+      assert_string_equal(st, "failed");
+      assert_null(cJSON_GetObjectItem(cell, "median"));
+    }
+    if (strcmp(cfg, "guest-9p") == 0 && strcmp(wl, "randread-4k") == 0) {
+      assert_string_equal(st, "n/a");
+    }
+    ncells++;
+  }
+  assert_int_equal(ncells, 20);
+  cJSON_Delete(root);
+  free(text);
+}
+
+static void test_svg_has_a_bar_per_cell(void **state)
+{
+  struct bench_results r;
+  char *svg;
+  int bars = 0;
+
+  (void)state;
+  make_results(&r);
+  svg = render(bench_report_svg_write, &r);
+  assert_int_equal(strncmp(svg, "<svg ", 5), 0);
+  assert_non_null(strstr(svg, "</svg>\n"));
+  for (const char *p = svg; (p = strstr(p, "<rect x=")) != NULL; p++) {
+    if (strstr(p, "<title>") != NULL && strstr(p, "<title>") < strstr(p, "/>")) {
+      bars++;
+    }
+  }
+  /* done cells with a percentage: host 4, qemu-nbd 4, nbdkit 3, guest-virtio-file 3, 9p 1 */
+  assert_int_equal(bars, 15);
+  assert_non_null(strstr(svg, "Guest rows (accel=tcg)"));
+  free(svg);
+}
+
+/* --render: the JSON report read back renders the same Markdown */
+static void test_json_round_trip(void **state)
+{
+  static struct bench_results loaded;
+  struct bench_results r;
+  char path[] = "/tmp/bench-report-XXXXXX";
+  char *json, *md, *want;
+  int fd;
+  FILE *f;
+
+  (void)state;
+  make_results(&r);
+  json = render(bench_report_json_write, &r);
+  fd = mkstemp(path);
+  assert_true(fd >= 0);
+  f = fdopen(fd, "w");
+  assert_non_null(f);
+  fputs(json, f);
+  assert_int_equal(fclose(f), 0);
+  assert_int_equal(bench_load_json(path, &loaded), 0);
+  unlink(path);
+  md = render(bench_report_md_write, &loaded);
+  want = slurp(BENCH_EXPECTED "/report.md");
+  assert_string_equal(md, want);
+  assert_int_equal(loaded.cells[1].nruns, 3);
+  assert_true(loaded.cells[1].runs[2].ok);
+  free(loaded.cells);
+  free(md);
+  free(want);
+  free(json);
+  assert_int_equal(bench_load_json("/nonexistent/bench.json", &loaded), -ENOENT);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_markdown_matches_expected),
+    cmocka_unit_test(test_formats),
+    cmocka_unit_test(test_json_keeps_every_run),
+    cmocka_unit_test(test_svg_has_a_bar_per_cell),
+    cmocka_unit_test(test_json_round_trip),
+  };
+
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
