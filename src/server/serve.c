@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 
 #include "backing/backing.h"
 #include "io/engine.h"
+#include "nbd/proto.h"
 #include "nbd/uri.h"
 #include "server/export.h"
 #include "server/listen.h"
@@ -441,6 +443,11 @@ int serve_main(int argc, char **argv)
   if (status >= 0) {
     return status;
   }
+  /* Request buffers up to 32 MiB come and go with every request: keep them on the heap
+   * rather than letting glibc mmap and munmap each large one (a page-fault storm per 1 MiB
+   * request). Freed memory above 64 MiB is still returned to the system. */
+  mallopt(M_MMAP_THRESHOLD, (int)DG_MAX_PAYLOAD + 4096);
+  mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
   status = setup_tls(&cfg);
   if (status != 0) {
     return status;

@@ -55,4 +55,22 @@ for engine in uring threads; do
   kill "$SLOW_PID" 2>/dev/null || true
   wait "$SLOW_PID" 2>/dev/null || true
 done
+# 8. Large requests must not mmap and munmap their buffer each time (glibc's default
+#    threshold made every 1 MiB request a fresh mapping: a page-fault storm).
+truncate -s 64M "$T/seq.img"
+dg_start "$T/seq.img"
+strace -f -qq -e trace=mmap,munmap -o "$T/mm.trace" -p "$DG_PID" &
+st=$!
+sleep 1
+$PY -c "
+import nbd, sys
+h = nbd.NBD(); h.connect_uri(sys.argv[1])
+for i in range(64):
+    h.pread(1 << 20, (i % 60) << 20)
+h.shutdown()" "$DG_UNIX"
+sleep 0.5
+kill "$st"; wait "$st" 2>/dev/null || true
+maps=$(grep -c 'mmap(NULL, 10' "$T/mm.trace" || true)
+[ "$maps" -lt 16 ] || fail "$maps mmap calls of ~1 MiB for 64 reads of 1 MiB (buffers should be reused)"
+dg_stop
 pass "regressions"
