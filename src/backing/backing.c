@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "backing/faulty.h"
 #include "backing/file.h"
 #ifdef DISKGATE_HAVE_RBD
 #include "backing/rbd.h"
@@ -17,6 +18,9 @@ int backing_open(const char *spec, const struct backing_options *opts, struct ba
 #else
     return -ENOTSUP;
 #endif
+  }
+  if (strncmp(spec, "faulty:", 7) == 0) {
+    return backing_faulty_open(spec + 7, opts, out);
   }
   return backing_file_open(spec, opts, out);
 }

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# C12 stale write after reconnect (../shared/cases/README.md), with the fault-injecting
+# backing's stall: WRITE(X, v1) from connection 1 is stalled in the backing (not yet started).
+# The client drops connection 1 with the write in flight, opens connection 2, sends WRITE(X, v1)
+# again, then WRITE(X, v2). Required (server/fence.c):
+#   - while the stale write is stalled, connection 2's overlapping writes are not
+#     acknowledged (they wait for it), but a non-overlapping write on connection 3 is;
+#   - once the stall is released, the stale write lands first: both of connection 2's
+#     writes are acknowledged and X reads back v2, also after a restart of the server.
+# Run with the stale write stalled before it starts (`stall`) and with it stalled after it
+# reached the file but before it completes (`stall-done`).
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/../lib.sh"
+export PYTHONDONTWRITEBYTECODE=1
+export DISKGATE_TEST_FAULTS=$T/ctl
+
+X=$((1024 * 1024))
+for how in stall stall-done; do
+  truncate -s 0 "$T/disk.img"; truncate -s 4M "$T/disk.img"
+  dg_start "faulty:$T/disk.img"
+  PYTHONPATH=$HERE $PY - "$DG_UNIX" "$DISKGATE_TEST_FAULTS" "$X" "$how" <<'PY' || fail "C12 ($how)"
+import sys, time
+import nbd
+from dgdur import Faults
+uri, ctl, X, how = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+v1, v2 = b"\x01" * 65536, b"\x02" * 65536
+f = Faults(ctl)
+f.cmd(f"rule {how} write off={X} len=65536 count=1")
+c1 = nbd.NBD()
+c1.connect_uri(uri)
+c1.aio_pwrite(v1, X)                       # stalled in the backing
+f.cmd("wait-stalled 1 5000")
+del c1           # libnbd closes the socket without NBD_CMD_DISC, the write still in flight
+time.sleep(0.2)
+c2 = nbd.NBD()
+c2.connect_uri(uri)
+w1 = c2.aio_pwrite(v1, X)
+time.sleep(0.2)
+# Another connection's non-overlapping write is not held back. (Connection 2's reader waits
+# in the fence, so its own later requests wait too: the fence blocks per connection.)
+c3 = nbd.NBD()
+c3.connect_uri(uri)
+c3.pwrite(b"\x09" * 4096, 3 * 1024 * 1024)
+c3.shutdown()
+t_end = time.time() + 1.0
+while time.time() < t_end:                 # 1 s: the repeated write must not be acknowledged
+    c2.poll(50)
+    assert not c2.aio_command_completed(w1), \
+        "WRITE(X, v1) on connection 2 acknowledged while the stale write is still in flight"
+assert f.cmd("stalled")[0] == "1", "the stale write is no longer stalled"
+f.cmd("release all")
+while not c2.aio_command_completed(w1):
+    c2.poll(-1)
+c2.pwrite(v2, X)
+assert c2.pread(65536, X) == v2, "X does not hold v2 after the stale write was released"
+c2.shutdown()
+print(f"C12 ({how}): the stale write landed first; X = v2")
+PY
+  dg_stop
+  dg_start "$T/disk.img"   # from the file, not the cache of the old process
+  $PY - "$DG_UNIX" "$X" <<'PY' || fail "C12 ($how): X after a restart"
+import sys, nbd
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+assert h.pread(65536, int(sys.argv[2])) == b"\x02" * 65536, "X does not hold v2"
+h.shutdown()
+PY
+  dg_stop
+done
+pass "C12: a dead connection's stalled write is fenced before newer overlapping writes"
