@@ -15,6 +15,13 @@ for uri in "$DG_TCP" "$DG_UNIX"; do
   if nbdinfo "${uri/vm1/nosuch}" >/dev/null 2>&1; then fail "unknown export accepted"; fi
 done
 nbdinfo --list "$DG_TCP" | grep -q 'export="vm1"' || fail "nbdinfo --list does not show vm1"
+# qemu-nbd --list too, over both transports: the export, its size and its meta context.
+for args in "-k $DG_SOCK" "-b 127.0.0.1 -p $DG_PORT"; do
+  out=$(qemu-nbd --list $args) || fail "qemu-nbd --list $args"
+  grep -q "export: 'vm1'" <<<"$out" || fail "qemu-nbd --list $args does not show vm1: $out"
+  grep -q "size:  104857600" <<<"$out" || fail "qemu-nbd --list $args: wrong size: $out"
+  grep -q "base:allocation" <<<"$out" || fail "qemu-nbd --list $args: no base:allocation: $out"
+done
 dg_stop
 
 dg_start --read-only "$T/disk.img"
