@@ -141,6 +141,28 @@ static void check_verdict(const struct nbd_request *r, const struct nbd_export_l
   }
 }
 
+/* True when the first n bytes of s are valid UTF-8, allowing a character cut at the end. */
+static bool utf8_valid(const unsigned char *s, size_t n)
+{
+  size_t i = 0;
+
+  while (i < n) {
+    unsigned char c = s[i];
+    size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3
+               : (c & 0xF8) == 0xF0 ? 4 : 0;
+    if (len == 0) {
+      return false;
+    }
+    for (size_t k = 1; k < len && i + k < n; k++) {
+      if ((s[i + k] & 0xC0) != 0x80) {
+        return false;
+      }
+    }
+    i += len;
+  }
+  return true;
+}
+
 /* Encodes the error reply the server would send with `msg` and parses it back. */
 static void check_error_reply(const struct nbd_request *r, bool extended, uint32_t error,
                               const char *msg)
@@ -170,8 +192,21 @@ static void check_error_reply(const struct nbd_request *r, bool extended, uint32
   CHECK(mlen == length - 6 && mlen <= NBD_MAX_STRING && mlen <= NBD_ERROR_MESSAGE_MAX);
   CHECK(mlen <= want && memcmp(out + hdr + 6, msg, mlen) == 0);
   if (mlen < want) {
-    /* truncated at a character boundary: the next byte starts a character */
-    CHECK(((unsigned char)msg[mlen] & 0xC0) != 0x80);
+    CHECK(want > NBD_ERROR_MESSAGE_MAX); /* only long messages are cut */
+    /* the cut backs up from NBD_ERROR_MESSAGE_MAX over continuation bytes (10xxxxxx) only */
+    for (size_t k = (size_t)mlen + 1; k <= NBD_ERROR_MESSAGE_MAX; k++) {
+      CHECK(((unsigned char)msg[k] & 0xC0) == 0x80);
+    }
+    CHECK(mlen == 0 || ((unsigned char)msg[mlen] & 0xC0) != 0x80);
+    if (utf8_valid((const unsigned char *)msg, NBD_ERROR_MESSAGE_MAX + 4 < want
+                                                   ? NBD_ERROR_MESSAGE_MAX + 4 : want)) {
+      /* valid UTF-8 is cut at a character boundary, losing less than one character */
+      CHECK(((unsigned char)msg[mlen] & 0xC0) != 0x80);
+      CHECK((unsigned)mlen + 3u >= NBD_ERROR_MESSAGE_MAX);
+    }
+    /* Invalid UTF-8 (server messages never are: they are its own strings) has no
+     * boundary to cut at; crashes/request/utf8-continuation-run: a run of continuation
+     * bytes is dropped whole. */
   }
 }
 
