@@ -248,8 +248,11 @@ size_t nbd_error_chunk_encode(uint8_t *out, uint64_t cookie, uint32_t error,
   if (msg_length > NBD_ERROR_MESSAGE_MAX) {
     msg_length = NBD_ERROR_MESSAGE_MAX;
     /* Never cut a UTF-8 character in two: back up over continuation bytes (10xxxxxx)
-     * to the start of the character that would be split. */
-    while (msg_length > 0 && ((unsigned char)message[msg_length] & 0xC0) == 0x80) {
+     * to the start of the character that would be split. A character is at most 4 bytes,
+     * so at most 3 bytes are dropped: invalid UTF-8 (a long run of continuation bytes)
+     * keeps its first NBD_ERROR_MESSAGE_MAX - 3 bytes instead of vanishing. */
+    size_t floor = NBD_ERROR_MESSAGE_MAX - 3;
+    while (msg_length > floor && ((unsigned char)message[msg_length] & 0xC0) == 0x80) {
       msg_length--;
     }
   }

@@ -197,7 +197,11 @@ static void check_error_reply(const struct nbd_request *r, bool extended, uint32
     for (size_t k = (size_t)mlen + 1; k <= NBD_ERROR_MESSAGE_MAX; k++) {
       CHECK(((unsigned char)msg[k] & 0xC0) == 0x80);
     }
-    CHECK(mlen == 0 || ((unsigned char)msg[mlen] & 0xC0) != 0x80);
+    /* at most 3 bytes are dropped (a UTF-8 character is at most 4 bytes long), and the
+     * cut stops early only at a character start */
+    CHECK((unsigned)mlen + 3u >= NBD_ERROR_MESSAGE_MAX);
+    CHECK((unsigned)mlen + 3u == NBD_ERROR_MESSAGE_MAX ||
+          ((unsigned char)msg[mlen] & 0xC0) != 0x80);
     if (utf8_valid((const unsigned char *)msg, NBD_ERROR_MESSAGE_MAX + 4 < want
                                                    ? NBD_ERROR_MESSAGE_MAX + 4 : want)) {
       /* valid UTF-8 is cut at a character boundary, losing less than one character */
@@ -206,7 +210,8 @@ static void check_error_reply(const struct nbd_request *r, bool extended, uint32
     }
     /* Invalid UTF-8 (server messages never are: they are its own strings) has no
      * boundary to cut at; crashes/request/utf8-continuation-run: a run of continuation
-     * bytes is dropped whole. */
+     * bytes was once dropped whole, leaving an empty message; now it keeps
+     * NBD_ERROR_MESSAGE_MAX - 3 bytes. */
   }
 }
 

@@ -168,6 +168,29 @@ static void test_rule31_error_chunk_truncation_keeps_utf8_whole(void **state)
   assert_memory_equal(out + 24, "\x00\xFF", 2);         /* 255 */
 }
 
+/* A 4-byte character straddling the cut loses at most 3 bytes; invalid UTF-8 (a run of
+ * continuation bytes, crashes/request/utf8-continuation-run) keeps 253 bytes instead of
+ * coming out empty. */
+static void test_rule31_error_chunk_truncation_drops_at_most_3_bytes(void **state)
+{
+  char message[400];
+  uint8_t out[NBD_ERROR_CHUNK_MAX + 8];
+
+  (void)state;
+  memset(message, 'a', 253);
+  memcpy(message + 253, "\xF0\x9F\x98\x80", 4); /* U+1F600: bytes 253-256 */
+  message[257] = 'z';
+  message[258] = '\0';
+  assert_int_equal(nbd_error_chunk_encode(out, 3, NBD_EIO, message), 20 + 6 + 253);
+  assert_memory_equal(out + 24, "\x00\xFD", 2); /* 253 */
+
+  memset(message, 0x80, sizeof message - 1);
+  message[sizeof message - 1] = '\0';
+  assert_int_equal(nbd_error_chunk_encode(out, 3, NBD_EIO, message), 20 + 6 + 253);
+  assert_memory_equal(out + 24, "\x00\xFD", 2); /* 253, not 0 */
+  assert_memory_equal(out + 26, message, 253);
+}
+
 /* ---- extended headers (rule 16) and block status (rule 30) ---- */
 
 static void test_rule16_extended_reply_header_echoes_offset(void **state)
@@ -395,6 +418,7 @@ int main(void)
       cmocka_unit_test(test_rule31_error_chunk_without_message_length_6),
       cmocka_unit_test(test_rule31_error_chunk_message_truncated),
       cmocka_unit_test(test_rule31_error_chunk_truncation_keeps_utf8_whole),
+    cmocka_unit_test(test_rule31_error_chunk_truncation_drops_at_most_3_bytes),
       cmocka_unit_test(test_rule16_extended_reply_header_echoes_offset),
       cmocka_unit_test(test_rule16_reply_header_encode_both_styles),
       cmocka_unit_test(test_rule16_error_reply_extended_layout),
