@@ -25,6 +25,19 @@ int backing_open(const char *spec, const struct backing_options *opts, struct ba
   return backing_file_open(spec, opts, out);
 }
 
+int backing_spec_check(const char *spec, struct backing_spec_info *info)
+{
+  memset(info, 0, sizeof *info);
+  if (strncmp(spec, "rbd:", 4) == 0) {
+#ifdef DISKGATE_HAVE_RBD
+    return backing_rbd_spec_check(spec + 4, info);
+#else
+    return -ENOTSUP;
+#endif
+  }
+  return 0;
+}
+
 int backing_refresh_size(struct backing *b, uint64_t *size)
 {
   if (b->vt->refresh_size == NULL) {

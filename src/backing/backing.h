@@ -124,8 +124,23 @@ struct backing {
 /* Opens the backing named by `spec`: "rbd:POOL/IMAGE[@SNAP]" for Ceph, anything else a
  * path (regular file, block or character device). Returns 0 and *out, or -errno:
  * -ENOENT (missing), -EACCES, -EBUSY (already served: the lock is held), -EISDIR,
- * -EINVAL (unsupported kind), -ENOTSUP (backing kind not built in). Main thread only. */
+ * -EINVAL (unsupported kind), -ENOTSUP (backing kind not built in). Any thread, but not
+ * concurrently for the same spec (the server opens once: at start-up, or in export_attach
+ * under the export's lock). */
 int backing_open(const char *spec, const struct backing_options *opts, struct backing **out);
+
+/* What a spec promises before it is opened. */
+struct backing_spec_info {
+  bool costly;    /* opening it is expensive (connects to a cluster): the server opens it
+                     lazily, at the first NBD_OPT_GO (server/export.h, export_attach) */
+  bool read_only; /* it can only be read (an RBD snapshot) */
+};
+
+/* Checks spec's syntax without opening or touching anything. Returns 0 and *info, or
+ * -EINVAL (malformed: the rbd: form is "rbd:POOL[/NAMESPACE]/IMAGE[@SNAP]") or -ENOTSUP
+ * (backing kind not built in). A path is not looked at: backing_open reports on it.
+ * Any thread. */
+int backing_spec_check(const char *spec, struct backing_spec_info *info);
 
 /* Submits op. Returns 0 (op->done will be called once, possibly on the calling thread
  * before this returns) or -errno (done is not called). May block briefly: the file

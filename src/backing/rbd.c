@@ -179,6 +179,20 @@ static int parse_spec(const char *spec, struct rbd_backing *rb)
   return 0;
 }
 
+int backing_rbd_spec_check(const char *spec, struct backing_spec_info *info)
+{
+  struct rbd_backing probe = {0};
+  int r = parse_spec(spec, &probe);
+
+  info->costly = true;
+  info->read_only = probe.snap != NULL;
+  free(probe.pool);
+  free(probe.nspace);
+  free(probe.name);
+  free(probe.snap);
+  return r;
+}
+
 /* Frees everything rb holds, in the reverse order of backing_rbd_open. */
 static void rbd_free(struct rbd_backing *rb)
 {

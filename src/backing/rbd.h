@@ -1,5 +1,5 @@
 /* rbd.h: the Ceph RBD backing (librbd), built when librbd is present (DISKGATE_HAVE_RBD).
- * Main thread only. */
+ * Any thread; the server opens an image once (lazily: server/export.h, export_attach). */
 #ifndef DISKGATE_BACKING_RBD_H
 #define DISKGATE_BACKING_RBD_H
 
@@ -10,5 +10,9 @@
  * -ETIMEDOUT/-ECONNREFUSED (cluster unreachable), -EACCES (auth). */
 int backing_rbd_open(const char *spec, const struct backing_options *opts,
                      struct backing **out);
+
+/* Checks "POOL/IMAGE[@SNAP]" without connecting: info->costly is true, info->read_only for
+ * a snapshot. Returns 0, -EINVAL (malformed) or -ENOMEM. */
+int backing_rbd_spec_check(const char *spec, struct backing_spec_info *info);
 
 #endif

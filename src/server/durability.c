@@ -26,6 +26,7 @@
  */
 #include "server/durability.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -41,7 +42,6 @@ struct waitq {
 
 struct group_commit {
   struct export *export;
-  struct group_commit *_Atomic reg_next; /* the registry (below) */
   pthread_mutex_t lock;
   _Atomic uint64_t write_gen;
   bool running;
@@ -53,68 +53,41 @@ struct group_commit {
   struct durability_stats stats; /* under lock, except write_gen */
 };
 
-/* ---- the export -> group_commit registry ----
- * struct export (server/export.h) has no field for this state yet, so it is found by the
- * export's address: a list with lock-free lookups (exports are few, entries are added once
- * and removed only by durability_export_close, when the export is idle). */
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct group_commit *_Atomic registry;
-
-static struct group_commit *registry_find(const struct export *e)
-{
-  struct group_commit *gc = atomic_load_explicit(&registry, memory_order_acquire);
-
-  while (gc != NULL && gc->export != e) {
-    gc = atomic_load_explicit(&gc->reg_next, memory_order_acquire);
-  }
-  return gc;
-}
-
+/* The export's state (struct export's group_commit), made by durability_export_open. */
 static struct group_commit *gc_of(struct export *e)
 {
-  struct group_commit *gc = registry_find(e);
+  assert(e->group_commit != NULL);
+  return e->group_commit;
+}
 
-  if (gc != NULL) {
-    return gc;
-  }
-  pthread_mutex_lock(&registry_lock);
-  gc = registry_find(e);
+int durability_export_open(struct export *e)
+{
+  struct group_commit *gc = calloc(1, sizeof *gc);
+
   if (gc == NULL) {
-    gc = calloc(1, sizeof *gc);
-    if (gc != NULL) {
-      gc->export = e;
-      pthread_mutex_init(&gc->lock, NULL);
-      atomic_init(&gc->write_gen, 0);
-      atomic_init(&gc->reg_next, atomic_load(&registry));
-      atomic_store_explicit(&registry, gc, memory_order_release);
-    }
+    return -ENOMEM;
   }
-  pthread_mutex_unlock(&registry_lock);
-  return gc;
+  gc->export = e;
+  pthread_mutex_init(&gc->lock, NULL);
+  atomic_init(&gc->write_gen, 0);
+  e->group_commit = gc;
+  return 0;
 }
 
 void durability_export_close(struct export *e)
 {
-  struct group_commit *_Atomic *link = &registry;
-  struct group_commit *gc;
+  struct group_commit *gc = e->group_commit;
 
-  pthread_mutex_lock(&registry_lock);
-  while ((gc = atomic_load(link)) != NULL && gc->export != e) {
-    link = &gc->reg_next;
-  }
-  if (gc != NULL) {
-    atomic_store(link, atomic_load(&gc->reg_next));
-  }
-  pthread_mutex_unlock(&registry_lock);
   if (gc != NULL) {
     pthread_mutex_destroy(&gc->lock);
     free(gc);
+    e->group_commit = NULL;
   }
 }
 
 void durability_get_stats(struct export *e, struct durability_stats *out)
 {
-  struct group_commit *gc = registry_find(e);
+  struct group_commit *gc = e->group_commit;
 
   memset(out, 0, sizeof *out);
   if (gc != NULL) {
@@ -339,9 +312,6 @@ int durability_submit(struct export *e, struct backing_op *op,
     return backing_submit(e->backing, op);
   }
   gc = gc_of(e);
-  if (gc == NULL) {
-    return -ENOMEM;
-  }
   op->opaque = gc;
   if (op->type == BACKING_OP_FLUSH) {
     gc_join(gc, op, atomic_load(&gc->write_gen));

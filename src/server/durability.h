@@ -59,9 +59,12 @@ struct durability_stats {
 };
 void durability_get_stats(struct export *e, struct durability_stats *out);
 
-/* Frees the export's group-commit state. Call once every request of the export is done
- * (export_destroy should call it; until then the state stays reachable and is reused if
- * another export gets the same address, which is harmless while it is idle). */
+/* Makes the export's group-commit state (e->group_commit). Returns 0 or -ENOMEM.
+ * Main thread, by export_create (server/export.c). */
+int durability_export_open(struct export *e);
+
+/* Frees it; a no-op when there is none. Call once every request of the export is done
+ * (export_destroy does). */
 void durability_export_close(struct export *e);
 
 #endif

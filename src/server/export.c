@@ -1,17 +1,23 @@
 /* export.c: see export.h. */
 #include "server/export.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nbd/option.h"
 #include "nbd/proto.h"
+#include "server/durability.h"
+#include "util/log.h"
 
-int export_create(const char *name, struct backing *backing, bool read_only,
-                  enum sync_mode sync, struct export **out)
+/* Seconds after a failed attach during which later attaches fail at once. */
+#define EXPORT_ATTACH_RETRY_S 1
+
+/* Everything but the backing and its geometry. Returns 0 or -ENOMEM / -ENAMETOOLONG. */
+static int export_alloc(const char *name, bool read_only, enum sync_mode sync,
+                        struct export **out)
 {
-  const struct backing_geometry *geo = &backing->geo;
   struct export *e;
 
   if (strlen(name) > NBD_MAX_STRING) {
@@ -22,16 +28,40 @@ int export_create(const char *name, struct backing *backing, bool read_only,
     return -ENOMEM;
   }
   e->name = strdup(name);
-  e->description = strdup(backing->description != NULL ? backing->description : "");
-  if (e->name == NULL || e->description == NULL) {
+  e->description = strdup("");
+  if (e->name == NULL || e->description == NULL || durability_export_open(e) < 0) {
     free(e->name);
     free(e->description);
     free(e);
     return -ENOMEM;
   }
-  e->backing = backing;
   e->read_only = read_only;
   e->sync = sync;
+  e->max_payload = DG_MAX_PAYLOAD;
+  e->min_block = 1;
+  e->preferred_block = 4096;
+  atomic_init(&e->sync_failed, false);
+  atomic_init(&e->attached, false);
+  pthread_mutex_init(&e->attach_lock, NULL);
+  fence_init(&e->fence);
+  *out = e;
+  return 0;
+}
+
+/* Takes the open backing b: description, block sizes (doc/proto.md "Block size
+ * constraints"). Returns 0 or -ENOMEM (b is then not taken). Before `attached` is set. */
+static int export_take_backing(struct export *e, struct backing *b)
+{
+  const struct backing_geometry *geo = &b->geo;
+  char *description = strdup(b->description != NULL ? b->description : "");
+
+  if (description == NULL) {
+    return -ENOMEM;
+  }
+  free(e->description);
+  e->description = description;
+  e->backing = b;
+  e->read_only = e->read_only || b->opts.read_only; /* an RBD snapshot is read-only */
   /* The minimum is the backing's logical block size, so partition tables and file systems
    * made through the export stay valid (case C07); 1 when the size is not a multiple of
    * it, so the last bytes stay addressable. Unaligned requests are served anyway. */
@@ -43,15 +73,104 @@ int export_create(const char *name, struct backing *backing, bool read_only,
   if (e->preferred_block < 512 || e->preferred_block < e->min_block) {
     e->preferred_block = e->min_block > 512 ? e->min_block : 512;
   }
-  e->max_payload = DG_MAX_PAYLOAD;
-  atomic_init(&e->sync_failed, false);
-  fence_init(&e->fence);
   if (!nbd_block_size_valid(e->min_block, e->preferred_block, e->max_payload)) {
     e->min_block = 1;
     e->preferred_block = 4096;
   }
+  return 0;
+}
+
+int export_create(const char *name, struct backing *backing, bool read_only,
+                  enum sync_mode sync, struct export **out)
+{
+  struct export *e;
+  int rc = export_alloc(name, read_only, sync, &e);
+
+  if (rc < 0) {
+    return rc;
+  }
+  rc = export_take_backing(e, backing);
+  if (rc < 0) {
+    e->backing = NULL;
+    export_destroy(e);
+    return rc;
+  }
+  atomic_store_explicit(&e->attached, true, memory_order_release);
   *out = e;
   return 0;
+}
+
+int export_create_lazy(const char *name, const char *spec, const struct backing_options *opts,
+                       bool read_only, enum sync_mode sync, struct export **out)
+{
+  struct export *e;
+  int rc = export_alloc(name, read_only, sync, &e);
+
+  if (rc < 0) {
+    return rc;
+  }
+  e->spec = strdup(spec);
+  if (e->spec == NULL) {
+    export_destroy(e);
+    return -ENOMEM;
+  }
+  e->opts = *opts;
+  *out = e;
+  return 0;
+}
+
+bool export_is_attached(const struct export *e)
+{
+  return atomic_load_explicit(&e->attached, memory_order_acquire);
+}
+
+static bool retry_too_soon(const struct timespec *failed_at)
+{
+  struct timespec now;
+
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return now.tv_sec - failed_at->tv_sec < EXPORT_ATTACH_RETRY_S ||
+         (now.tv_sec - failed_at->tv_sec == EXPORT_ATTACH_RETRY_S &&
+          now.tv_nsec < failed_at->tv_nsec);
+}
+
+int export_attach(struct export *e)
+{
+  struct backing *b;
+  int rc = 0;
+
+  if (export_is_attached(e)) {
+    return 0;
+  }
+  assert(e->spec != NULL);
+  pthread_mutex_lock(&e->attach_lock);
+  if (atomic_load_explicit(&e->attached, memory_order_relaxed)) {
+    rc = 0;
+  } else if (e->attach_error < 0 && retry_too_soon(&e->attach_failed_at)) {
+    rc = e->attach_error;
+  } else {
+    log_info("export '%s': opening %s (first NBD_OPT_GO)", e->name, e->spec);
+    rc = backing_open(e->spec, &e->opts, &b);
+    if (rc == 0) {
+      rc = export_take_backing(e, b);
+      if (rc < 0) {
+        backing_close(b);
+      }
+    }
+    if (rc == 0) {
+      e->attach_error = 0;
+      log_info("export '%s': %s attached, %llu bytes%s", e->name, e->spec,
+               (unsigned long long)e->backing->geo.size, e->read_only ? ", read-only" : "");
+      atomic_store_explicit(&e->attached, true, memory_order_release);
+    } else {
+      e->attach_error = rc;
+      clock_gettime(CLOCK_MONOTONIC, &e->attach_failed_at);
+      log_error("export '%s': cannot open %s: %s (clients get NBD_REP_ERR_UNKNOWN; retried "
+                "at the next NBD_OPT_GO)", e->name, e->spec, strerror(-rc));
+    }
+  }
+  pthread_mutex_unlock(&e->attach_lock);
+  return rc;
 }
 
 uint16_t export_transmission_flags(const struct export *e, bool structured_replies)
@@ -59,6 +178,7 @@ uint16_t export_transmission_flags(const struct export *e, bool structured_repli
   const struct backing_geometry *geo = &e->backing->geo;
   uint16_t flags = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH;
 
+  assert(e->backing != NULL);
   if (e->read_only) {
     flags |= NBD_FLAG_READ_ONLY;
   } else {
@@ -91,8 +211,11 @@ void export_destroy(struct export *e)
   if (e == NULL) {
     return;
   }
+  durability_export_close(e);
   backing_close(e->backing);
   fence_destroy(&e->fence);
+  pthread_mutex_destroy(&e->attach_lock);
+  free(e->spec);
   free(e->name);
   free(e->description);
   free(e);

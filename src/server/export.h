@@ -2,40 +2,76 @@
  * sync mode) and what the server advertises for it (transmission flags, block sizes).
  * Source: doc/proto.md, "Transmission flags" and "Block size constraints".
  * Exports are created on the main thread before the listeners start and are then read
- * concurrently by every connection; only the atomic fields change afterwards. */
+ * concurrently by every connection; afterwards only the atomic fields change, and a lazy
+ * export's backing and geometry, set once by export_attach under attach_lock. */
 #ifndef DISKGATE_SERVER_EXPORT_H
 #define DISKGATE_SERVER_EXPORT_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "backing/backing.h"
 #include "server/fence.h"
 
+struct group_commit; /* server/durability.c */
+
 struct export {
   char *name;              /* NBD export name (a key, never a path: case C18) */
-  char *description;       /* NBD_INFO_DESCRIPTION */
+  char *description;       /* NBD_INFO_DESCRIPTION; "" until attached */
+  /* The backing: NULL until attached. Read it only after export_attach returned 0 on the
+   * same thread (its acquire pairs with the attaching thread's release). */
   struct backing *backing;
   bool read_only;
   enum sync_mode sync;
-  uint32_t min_block;      /* bytes: NBD_INFO_BLOCK_SIZE minimum (case C07) */
-  uint32_t preferred_block;/* bytes */
+  uint32_t min_block;      /* bytes: NBD_INFO_BLOCK_SIZE minimum (case C07); set at attach */
+  uint32_t preferred_block;/* bytes; set at attach */
   uint32_t max_payload;    /* bytes: advertised and enforced for READ/WRITE */
   atomic_bool sync_failed; /* a sync failed: later FLUSHes fail (server/durability.c) */
   struct fence fence;      /* orders overlapping writes across connections (case C12) */
+  struct group_commit *group_commit; /* server/durability.c's state, owned */
+  /* Lazy attach (costly backings, a Ceph image): spec and options to open it with. */
+  char *spec;
+  struct backing_options opts;
+  atomic_bool attached;
+  pthread_mutex_t attach_lock;
+  int attach_error;               /* -errno of the last failed attach, under attach_lock */
+  struct timespec attach_failed_at; /* CLOCK_MONOTONIC, under attach_lock */
 };
 
-/* Makes an export over an open backing (ownership passes to the export).
- * Returns 0 and *out, or -ENOMEM / -ENAMETOOLONG (name over 4096 bytes). Main thread. */
+/* Makes an export over an open backing (ownership passes to the export); it is attached
+ * from the start. Returns 0 and *out, or -ENOMEM / -ENAMETOOLONG (name over 4096 bytes).
+ * Main thread. */
 int export_create(const char *name, struct backing *backing, bool read_only,
                   enum sync_mode sync, struct export **out);
 
+/* Makes an export whose backing (spec, opened with opts; opts' strings must outlive the
+ * export) is opened only by the first export_attach: for backings that are costly to open,
+ * such as a Ceph image (issue 5: nothing expensive before some client's NBD_OPT_GO).
+ * Returns 0 and *out, or -ENOMEM / -ENAMETOOLONG. Main thread. */
+int export_create_lazy(const char *name, const char *spec, const struct backing_options *opts,
+                       bool read_only, enum sync_mode sync, struct export **out);
+
+/* Opens the backing of a lazy export if it is not open yet (idempotent; a no-op for
+ * exports made by export_create). Called by the handshake when NBD_OPT_GO, NBD_OPT_INFO
+ * or NBD_OPT_EXPORT_NAME names the export, before anything that needs its size; any
+ * connection thread; concurrent callers wait for the one that opens. A failed open is
+ * logged, and for one second after it later calls fail at once with the same error (a
+ * flood of clients does not become a flood of cluster connections).
+ * Returns 0 (e->backing is usable on this thread from now on) or backing_open's -errno. */
+int export_attach(struct export *e);
+
+/* True once the backing is open. Any thread. */
+bool export_is_attached(const struct export *e);
+
 /* The 16-bit transmission flags for a client, given whether it negotiated structured
- * replies (SEND_DF is set exactly then: spec rule 29). */
+ * replies (SEND_DF is set exactly then: spec rule 29). Only once attached. */
 uint16_t export_transmission_flags(const struct export *e, bool structured_replies);
 
-/* Closes the backing and frees. Main thread, after every connection is gone. */
+/* Frees the group-commit state, closes the backing (if attached) and frees.
+ * Main thread, after every connection is gone. */
 void export_destroy(struct export *e);
 
 #endif

@@ -92,6 +92,13 @@ static int option_info_go(struct conn *c, uint32_t option, const uint8_t *payloa
              log_escape(name, sizeof name, req.name, req.name_length));
     return reply_error(c, option, NBD_REP_ERR_UNKNOWN, "unknown export");
   }
+  /* A lazy export's backing (a Ceph image) is opened by the first INFO or GO naming it;
+   * if that fails the export is "not available" (NBD_REP_ERR_UNKNOWN) and the client may
+   * retry. */
+  if (export_attach(e) < 0) {
+    return reply_error(c, option, NBD_REP_ERR_UNKNOWN,
+                       "export unavailable: its backing cannot be opened (see the server log)");
+  }
   rc = send_info(c, option, e, &req);
   if (rc < 0) {
     return rc;
@@ -173,6 +180,10 @@ static int option_export_name(struct conn *c, const uint8_t *payload, uint32_t l
   e = server_find_export(c->server, payload, length);
   if (e == NULL) {
     log_info("%s: unknown export in NBD_OPT_EXPORT_NAME; closing", c->peer);
+    return -ENOENT;
+  }
+  if (export_attach(e) < 0) {
+    log_info("%s: export '%s' unavailable in NBD_OPT_EXPORT_NAME; closing", c->peer, e->name);
     return -ENOENT;
   }
   c->export = e;

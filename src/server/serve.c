@@ -283,10 +283,28 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
                        struct export **out)
 {
   struct backing_options opts = cfg->opts;
+  struct backing_spec_info info;
   struct backing *b;
   int rc;
 
   opts.engine = engine;
+  rc = backing_spec_check(cfg->path, &info);
+  if (rc == -EINVAL) {
+    fprintf(stderr, "diskgate serve: %s: expected rbd:POOL[/NAMESPACE]/IMAGE[@SNAP]\n",
+            cfg->path);
+    return 2;
+  }
+  if (rc == 0 && info.costly) {
+    /* Opened by the first NBD_OPT_GO (issue 5: nothing expensive before a client
+     * negotiates); a snapshot is read-only by nature, even without --read-only. */
+    rc = export_create_lazy(cfg->export_name, cfg->path, &opts,
+                            cfg->opts.read_only || info.read_only, cfg->opts.sync, out);
+    if (rc < 0) {
+      fprintf(stderr, "diskgate serve: %s\n", strerror(-rc));
+      return 1;
+    }
+    return 0;
+  }
   rc = backing_open(cfg->path, &opts, &b);
   if (rc == -EBUSY) {
     fprintf(stderr, "diskgate serve: %s is already served by another process (its lock is held)\n",
@@ -306,9 +324,8 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
     fprintf(stderr, "diskgate serve: cannot open %s: %s\n", cfg->path, strerror(-rc));
     return 2;
   }
-  /* A backing may be read-only by nature (an RBD snapshot) even without --read-only. */
-  rc = export_create(cfg->export_name, b, cfg->opts.read_only || b->opts.read_only,
-                     cfg->opts.sync, out);
+  /* export_create adds the backing's own read-only (an RBD snapshot) to --read-only. */
+  rc = export_create(cfg->export_name, b, cfg->opts.read_only, cfg->opts.sync, out);
   if (rc < 0) {
     backing_close(b);
     fprintf(stderr, "diskgate serve: %s\n", strerror(-rc));
@@ -485,10 +502,14 @@ int serve_main(int argc, char **argv)
     status = open_listeners(&cfg, ls, &nls);
   }
   if (status == 0) {
-    log_info("serving %s as export '%s': %llu bytes, sync %s, cache %s, engine %s, %u threads%s",
-             cfg.path, e->name, (unsigned long long)e->backing->geo.size,
-             sync_mode_name(cfg.opts.sync), cache_mode_name(cfg.opts.cache),
-             engine_kind_name(cfg.engine), cfg.threads, e->read_only ? ", read-only" : "");
+    char size[48] = "opened at the first NBD_OPT_GO";
+    if (export_is_attached(e)) {
+      snprintf(size, sizeof size, "%llu bytes", (unsigned long long)e->backing->geo.size);
+    }
+    log_info("serving %s as export '%s': %s, sync %s, cache %s, engine %s, %u threads%s",
+             cfg.path, e->name, size, sync_mode_name(cfg.opts.sync),
+             cache_mode_name(cfg.opts.cache), engine_kind_name(cfg.engine), cfg.threads,
+             e->read_only ? ", read-only" : "");
     if (cfg.tls != TLS_MODE_OFF) {
       log_info("%s", tls_server_describe());
     }

@@ -111,8 +111,7 @@ static int teardown(void **state)
   struct ctx *c = *state;
   char path[160];
 
-  durability_export_close(c->e);
-  export_destroy(c->e); /* closes the backing */
+  export_destroy(c->e); /* frees the group commit, closes the backing */
   engine_destroy(c->engine);
   unlink(c->img);
   snprintf(path, sizeof path, "%s.faulty-base", c->img);

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# rbd lazy attach (issue 5 point 4): `diskgate serve rbd:...` connects to the cluster and
+# opens the image only when some client's NBD_OPT_GO (or INFO) names the export, never at
+# start-up or for connections that merely connect, list exports or stall. Measured from the
+# outside: diskgate's TCP connections to the monitor and OSD (ss), and its thread count
+# (librados starts about 17 threads). A failed open answers NBD_REP_ERR_UNKNOWN, keeps the
+# server up, and is retried by a later NBD_OPT_GO; concurrent first GOs open it once.
+source "$SRCDIR/tests/lib.sh"
+source "$SRCDIR/tests/rbd/rbd-lib.sh"
+
+# cluster_conns PID: diskgate's established TCP connections to the cluster (ports 3300,
+# 6789 for the monitor, 6800+ for the OSD); the test's clients use the Unix socket.
+cluster_conns() { ss -tnpH state established | grep -c "pid=$1," || true; }
+threads() { awk '/^Threads:/ { print $2 }' "/proc/$1/status"; }
+
+rbd_serve --export vm rbd:rbd/later
+grep -q "opened at the first NBD_OPT_GO" "$DG_LOG" || { cat "$DG_LOG" >&2; fail "start-up log"; }
+t0=$(threads "$DG_PID")
+
+# Connections that never get to NBD_OPT_GO: 8 that stall, 8 that list the exports and
+# ask for the meta contexts, then abort.
+$PY - "$DG_SOCK" <<'PYEOF' || fail "listing clients"
+import socket, sys, nbd
+stalled = []
+for _ in range(8):
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); stalled.append(s)
+for _ in range(8):
+    h = nbd.NBD(); h.set_opt_mode(True)
+    h.connect_unix(sys.argv[1])
+    names = []
+    h.opt_list(lambda name, desc: names.append(name) or 0)
+    assert names == ["vm"], names
+    h.opt_abort()
+for s in stalled:
+    s.close()
+PYEOF
+sleep 0.5
+assert_eq "$(cluster_conns "$DG_PID")" 0 "cluster connections before any NBD_OPT_GO"
+t1=$(threads "$DG_PID")
+assert_eq "$t1" "$t0" "thread count before any NBD_OPT_GO"
+pass "start-up, 8 stalled and 8 listing connections: no cluster connection, $t1 threads"
+
+# The image does not exist yet: GO fails with NBD_REP_ERR_UNKNOWN (libnbd: "server has no
+# export named"); the server stays up.
+rc=0; nbdinfo --size "nbd+unix:///vm?socket=$DG_SOCK" >"$T/err" 2>&1 || rc=$?
+[ "$rc" -ne 0 ] || fail "nbdinfo succeeded on a missing image"
+grep -q "has no export named .vm." "$T/err" || { cat "$T/err" >&2; fail "error text"; }
+grep -q "cannot open rbd:rbd/later" "$DG_LOG" || { cat "$DG_LOG" >&2; fail "no log line"; }
+kill -0 "$DG_PID" || fail "diskgate exited after a failed open"
+pass "a failed open: NBD_REP_ERR_UNKNOWN, one log line, server still up"
+
+# Created now: the next GO (after the 1 s retry hold-off) opens it.
+rbdc create --size 64M rbd/later
+sleep 1.2
+assert_eq "$(nbdinfo --size "nbd+unix:///vm?socket=$DG_SOCK")" $((64 << 20)) "size after create"
+[ "$(cluster_conns "$DG_PID")" -ge 1 ] || fail "no cluster connection after NBD_OPT_GO"
+[ "$(threads "$DG_PID")" -gt "$t1" ] || fail "librados threads did not start"
+pass "retried at the next NBD_OPT_GO: attached"
+dg_stop
+
+# Concurrent first GOs: one open, every client served.
+rbd_serve --export vm rbd:rbd/later
+pids=()
+for i in 1 2 3 4 5 6; do
+  nbdinfo --size "nbd+unix:///vm?socket=$DG_SOCK" >"$T/size.$i" &
+  pids+=($!)
+done
+wait "${pids[@]}" # not a bare `wait`: diskgate is a child of this shell too
+for i in 1 2 3 4 5 6; do
+  assert_eq "$(cat "$T/size.$i")" $((64 << 20)) "concurrent client $i"
+done
+assert_eq "$(grep -c "rbd:rbd/later attached" "$DG_LOG")" 1 "opens for 6 concurrent clients"
+dg_stop
+pass "6 concurrent first clients: one open"
