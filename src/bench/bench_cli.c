@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -23,6 +24,8 @@ enum {
   OPT_KEEP,
   OPT_LIST,
   OPT_RENDER,
+  OPT_CEPH_CONF,
+  OPT_RBD_IMAGE,
   OPT_HELP,
 };
 
@@ -40,6 +43,8 @@ static const struct option long_opts[] = {
   { "keep", no_argument, NULL, OPT_KEEP },
   { "list", no_argument, NULL, OPT_LIST },
   { "render", required_argument, NULL, OPT_RENDER },
+  { "ceph-conf", required_argument, NULL, OPT_CEPH_CONF },
+  { "rbd-image", required_argument, NULL, OPT_RBD_IMAGE },
   { "help", no_argument, NULL, OPT_HELP },
   { NULL, 0, NULL, 0 },
 };
@@ -47,21 +52,26 @@ static const struct option long_opts[] = {
 void bench_cli_usage(FILE *out)
 {
   fputs("Usage: diskgate bench [OPTIONS]\n"
-        "Runs fio against the host path, diskgate, qemu-nbd, nbdkit and QEMU guests, and writes\n"
-        "a Markdown table, a JSON file with every run, and an SVG chart (see docs/lab.md).\n"
+        "Runs fio against the host path, diskgate, qemu-nbd, nbdkit, QEMU guests and Ceph RBD\n"
+        "images, and writes a Markdown table, a JSON file with every run, and an SVG chart\n"
+        "(see docs/lab.md).\n"
         "\n"
-        "  --profile quick|seeds|sync|all  what to run (default: quick)\n"
+        "  --profile quick|seeds|sync|rbd|all  what to run (default: quick)\n"
         "  --configs LIST      rows: comma-separated names or patterns (e.g. 'host,diskgate-unix-*')\n"
         "  --workloads LIST    columns: comma-separated names or patterns\n"
         "  --runs N            runs per cell; the table shows medians (default 3; quick: 1)\n"
         "  --runtime SECONDS   measured seconds per run (default 10; quick: 5)\n"
         "  --ramp SECONDS      unmeasured warm-up before each run (default: runtime / 5, 0.5-2)\n"
-        "  --size BYTES        test file size, suffixes K/M/G (default: quick 256M, seeds 1G,\n"
-        "                      sync and all 2G)\n"
+        "  --size BYTES        test file (and RBD image) size, suffixes K/M/G (default: quick\n"
+        "                      256M, seeds and rbd 1G, sync and all 2G)\n"
         "  --copy-size BYTES   bytes in the copy test's file tree (default: size / 2, at most 1G)\n"
         "  --dir DIR           where the test file lives (default: .)\n"
         "  --out DIR           where bench.md, bench.json and bench.svg go (default: bench-out)\n"
         "  --keep              keep the test file and the copy tree\n"
+        "  --ceph-conf PATH    rbd rows: use the cluster of this ceph.conf (client.admin) instead\n"
+        "                      of starting a throw-away one (scripts/ceph-cluster.sh)\n"
+        "  --rbd-image POOL/IMAGE  rbd rows: the image the lab creates, fills, measures and\n"
+        "                      removes; it must not exist (default: rbd/diskgate-bench)\n"
         "  --list              list the configurations and workloads, then exit\n"
         "  --render JSON       write bench.md and bench.svg (and bench.json) into --out again\n"
         "                      from an earlier run's bench.json; runs nothing\n"
@@ -134,6 +144,26 @@ static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
   return 0;
 }
 
+/* Returns true for POOL/IMAGE with both parts made of letters, digits, '.', '_' and '-' (no
+ * snapshot, no options: the lab writes to the image). */
+static bool rbd_image_valid(const char *s)
+{
+  const char *slash = strchr(s, '/');
+
+  if (slash == NULL || slash == s || slash[1] == '\0' || strlen(s) > 100) {
+    return false;
+  }
+  for (const char *p = s; *p != '\0'; p++) {
+    bool ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '.' || *p == '_' || *p == '-' || p == slash;
+
+    if (!ok) {
+      return false;
+    }
+  }
+  return true;
+}
+
 static int bad(FILE *err, const char *fmt, const char *arg)
 {
   fputs("diskgate bench: ", err);
@@ -152,6 +182,7 @@ int bench_cli_parse(int argc, char **argv, struct bench_opts *opts, FILE *out, F
   opts->dir = ".";
   opts->out = "bench-out";
   opts->ramp_s = -1.0;
+  opts->rbd_image = "rbd/diskgate-bench";
   opterr = 0;
   optind = 0; /* full re-initialisation, so the parser can run more than once (tests) */
   while ((c = getopt_long(argc, argv, ":", long_opts, NULL)) != -1) {
@@ -207,6 +238,19 @@ int bench_cli_parse(int argc, char **argv, struct bench_opts *opts, FILE *out, F
     case OPT_RENDER:
       opts->render = optarg;
       break;
+    case OPT_CEPH_CONF:
+      if (*optarg == '\0') {
+        return bad(err, "%s wants the path of a ceph.conf", "--ceph-conf");
+      }
+      opts->ceph_conf = optarg;
+      break;
+    case OPT_RBD_IMAGE:
+      if (!rbd_image_valid(optarg)) {
+        return bad(err, "--rbd-image wants POOL/IMAGE (letters, digits, '.', '_', '-'), not '%s'",
+                   optarg);
+      }
+      opts->rbd_image = optarg;
+      break;
     case OPT_HELP:
       bench_cli_usage(out);
       return BENCH_CLI_HELP;
@@ -220,7 +264,7 @@ int bench_cli_parse(int argc, char **argv, struct bench_opts *opts, FILE *out, F
     return bad(err, "unexpected argument '%s' (see --help)", argv[optind]);
   }
   if (bench_profiles_apply(profile, opts) < 0) {
-    return bad(err, "unknown profile '%s' (quick, seeds, sync or all)", profile);
+    return bad(err, "unknown profile '%s' (quick, seeds, sync, rbd or all)", profile);
   }
   if (size_arg != NULL) {
     if (bench_cli_parse_size(size_arg, &opts->size) < 0) {

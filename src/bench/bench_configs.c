@@ -43,6 +43,15 @@ static const struct bench_config configs[] = {
     BENCH_SERVER_NBDKIT, BENCH_TRANSPORT_UNIX, NULL, NULL, 0, BENCH_GUEST_FILE, false, NULL },
   { "nbdkit-tcp", "nbdkit file plugin (page cache), fio nbd engine over tcp", BENCH_CFG_NBD,
     BENCH_SERVER_NBDKIT, BENCH_TRANSPORT_TCP, NULL, NULL, 0, BENCH_GUEST_FILE, false, NULL },
+  { "diskgate-rbd",
+    "diskgate serve --sync full rbd:POOL/IMAGE (librbd defaults), fio nbd engine over unix",
+    BENCH_CFG_RBD, BENCH_SERVER_DISKGATE, BENCH_TRANSPORT_UNIX, "full", NULL, 0,
+    BENCH_GUEST_FILE, false, NULL },
+  { "qemu-nbd-rbd",
+    "qemu-nbd --cache=none rbd:POOL/IMAGE:conf=CONF (QEMU's rbd driver), fio nbd engine over "
+    "unix (the RBD 100% line)",
+    BENCH_CFG_RBD, BENCH_SERVER_QEMU_NBD, BENCH_TRANSPORT_UNIX, NULL, NULL, 0, BENCH_GUEST_FILE,
+    false, NULL },
   GUEST("guest-virtio-file", "guest: virtio-blk on the raw file, cache=none (the guest 100% line)",
         BENCH_GUEST_FILE, BENCH_SERVER_NONE, false, "cache=none"),
   GUEST("guest-virtio-loop", "guest: virtio-blk on the loop device (4096-byte sectors), cache=none",
@@ -93,6 +102,8 @@ bool bench_configs_applies(const struct bench_config *cfg, const struct bench_wo
 
   if (cfg->kind == BENCH_CFG_GUEST && wl->kind == BENCH_WL_COPY) {
     reason = "the copy test runs on host-side rows only";
+  } else if (cfg->kind == BENCH_CFG_RBD && wl->kind == BENCH_WL_COPY) {
+    reason = "the copy test runs on file-backed rows only";
   } else if (cfg->kind == BENCH_CFG_GUEST && cfg->backing == BENCH_GUEST_9P && !wl->large_seq) {
     reason = "the shared-folder row runs the large sequential jobs only";
   }
@@ -105,6 +116,35 @@ bool bench_configs_applies(const struct bench_config *cfg, const struct bench_wo
 bool bench_configs_is_guest(const struct bench_config *cfg)
 {
   return cfg->kind == BENCH_CFG_GUEST;
+}
+
+enum bench_group bench_configs_group(const struct bench_config *cfg)
+{
+  switch (cfg->kind) {
+  case BENCH_CFG_GUEST:
+    return BENCH_GROUP_GUEST;
+  case BENCH_CFG_RBD:
+    return BENCH_GROUP_RBD;
+  case BENCH_CFG_HOST:
+  case BENCH_CFG_HOST_DEV:
+  case BENCH_CFG_NBD:
+    break;
+  }
+  return BENCH_GROUP_HOST;
+}
+
+const char *bench_configs_group_baseline(enum bench_group group)
+{
+  switch (group) {
+  case BENCH_GROUP_RBD:
+    return "qemu-nbd-rbd";
+  case BENCH_GROUP_GUEST:
+    return "guest-virtio-file";
+  case BENCH_GROUP_HOST:
+  case BENCH_GROUP_COUNT:
+    break;
+  }
+  return "host";
 }
 
 static const char *server_tool(enum bench_server_kind server)

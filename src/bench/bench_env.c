@@ -76,7 +76,7 @@ static void find_srcdir(struct bench_env *env)
   }
 }
 
-int bench_env_locate(struct bench_env *env, const struct bench_opts *opts)
+int bench_env_locate(struct bench_env *env, const struct bench_opts *opts, bool need_file)
 {
   struct statvfs vfs;
   struct stat sb;
@@ -85,6 +85,7 @@ int bench_env_locate(struct bench_env *env, const struct bench_opts *opts)
 
   memset(env, 0, sizeof(*env));
   env->opts = opts;
+  env->need_file = need_file;
   if (stat(opts->dir, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
     fprintf(stderr, "diskgate bench: --dir %s is not a directory\n", opts->dir);
     return -ENOTDIR;
@@ -97,7 +98,7 @@ int bench_env_locate(struct bench_env *env, const struct bench_opts *opts)
   }
   bench_fmt(env->file, sizeof(env->file), "%s/diskgate-bench.img", env->dir);
   bench_fmt(env->tree, sizeof(env->tree), "%s/diskgate-bench-tree", env->dir);
-  need = opts->size + opts->copy_size;
+  need = (need_file ? opts->size : 0) + opts->copy_size;
   if (stat(env->file, &sb) == 0 && S_ISREG(sb.st_mode)) {
     need = need > (uint64_t)sb.st_size ? need - (uint64_t)sb.st_size : 0;
   }
@@ -246,7 +247,9 @@ void bench_env_cleanup(struct bench_env *env)
     env->work[0] = '\0';
   }
   if (!env->opts->keep) {
-    unlink(env->file);
+    if (env->need_file) {
+      unlink(env->file);
+    }
     nftw(env->tree, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
   }
 }

@@ -5,6 +5,7 @@
 #define DISKGATE_BENCH_ENV_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "bench/bench_types.h"
@@ -22,12 +23,19 @@ struct bench_env {
   char guest_image[PATH_MAX]; /* kernel + initramfs directory (guest-image.sh), "" until made */
   uint64_t tree_bytes;     /* bytes in the copy tree, 0 before it is made */
   unsigned tree_files;     /* files in the copy tree */
+  bool need_file;          /* some selected row reads the test file (all but the RBD rows) */
+  char ceph_dir[128];      /* rbd rows: the throw-away cluster's directory, "" when not ours */
+  char ceph_conf[PATH_MAX]; /* rbd rows: the cluster's ceph.conf, "" before bench_rbd_setup */
+  char ceph_version[96];   /* rbd rows: `rbd --version`, "" when unknown */
+  bool rbd_created;        /* rbd rows: the lab created opts->rbd_image and removes it */
+  bool rbd_ready;          /* rbd rows: the image is created and filled */
 };
 
 /* Fills *env for opts without touching anything: checks that --dir is a directory with room
- * for the test file and the copy tree, names those, and finds the diskgate binary and the
- * source tree. Prints one line and returns -errno (-ENOTDIR, -ENOSPC) when --dir is unusable. */
-int bench_env_locate(struct bench_env *env, const struct bench_opts *opts);
+ * for the test file (when need_file: some selected row reads it) and the copy tree, names
+ * those, and finds the diskgate binary and the source tree. Prints one line and returns -errno
+ * (-ENOTDIR, -ENOSPC) when --dir is unusable. */
+int bench_env_locate(struct bench_env *env, const struct bench_opts *opts, bool need_file);
 
 /* Creates the private directory (under $TMPDIR or /tmp) and the output directory with its
  * raw/ and logs/ subdirectories. Call after bench_env_locate(). Returns 0 or -errno after
@@ -48,7 +56,8 @@ void bench_env_work_path(const struct bench_env *env, const char *name, char *bu
 void bench_env_out_path(const struct bench_env *env, const char *sub, const char *name,
                         char *buf, size_t len);
 
-/* Removes the private directory, and the test file and the tree unless --keep. */
+/* Removes the private directory, and the test file (when the run needed one) and the tree
+ * unless --keep. The RBD side is bench_rbd_cleanup()'s: call that first. */
 void bench_env_cleanup(struct bench_env *env);
 
 #endif

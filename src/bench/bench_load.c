@@ -223,6 +223,7 @@ int bench_load_json(const char *path, struct bench_results *r)
   str(root, "started", r->started, sizeof(r->started));
   r->elapsed_s = num(root, "elapsed_s");
   r->caches_dropped = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "caches_dropped"));
+  str(root, "rbd", r->rbd, sizeof(r->rbd));
   tree = cJSON_GetObjectItemCaseSensitive(root, "copy_tree");
   r->tree_files = (unsigned)num(tree, "files");
   r->tree_bytes = (uint64_t)num(tree, "bytes");

@@ -16,6 +16,7 @@
 #include "bench/bench_machine.h"
 #include "bench/bench_proc.h"
 #include "bench/bench_profiles.h"
+#include "bench/bench_rbd.h"
 #include "bench/bench_report.h"
 #include "bench/bench_run.h"
 #include "bench/bench_stats.h"
@@ -141,7 +142,7 @@ static void list_all(FILE *out)
     fprintf(out, "  %-30s %s (%s suite, %s)\n", wls[i].name, wls[i].title, wls[i].suite,
             bench_workloads_unit_label(wls[i].unit));
   }
-  fputs("Profiles (--profile): quick, seeds, sync, all\n", out);
+  fputs("Profiles (--profile): quick, seeds, sync, rbd, all\n", out);
 }
 
 static void join_command(int argc, char **argv, char *buf, size_t len)
@@ -182,19 +183,52 @@ static int write_report(const struct bench_env *env, const char *name,
   return rc;
 }
 
-static int prepare_data(struct bench_env *env, const struct bench_results *r)
+/* Returns true when some selected row reads the test file (every row but the RBD ones). */
+static bool needs_file(const struct bench_results *r)
 {
-  char size[32];
+  for (size_t c = 0; c < r->nconfigs; c++) {
+    if (!bench_rbd_is_row(r->configs[c])) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Drops the RBD rows that cannot run here, with one line saying why. Returns the number of
+ * rows left. */
+static size_t drop_unusable_rbd_rows(struct bench_results *r, const struct bench_env *env)
+{
+  size_t kept = 0;
+
+  for (size_t c = 0; c < r->nconfigs; c++) {
+    char why[256];
+
+    if (bench_rbd_is_row(r->configs[c]) &&
+        bench_rbd_check(env, r->configs[c], why, sizeof(why)) < 0) {
+      fprintf(stderr, "diskgate bench: skipping %s: %s\n", r->configs[c]->name, why);
+      continue;
+    }
+    r->configs[kept++] = r->configs[c];
+  }
+  r->nconfigs = kept;
+  return kept;
+}
+
+/* The test file, the copy tree and the RBD image, as the selected cells need them. A failed
+ * RBD setup is not fatal: the RBD rows then fail (see bench_run.c), the others run. */
+static int prepare_data(struct bench_env *env, struct bench_results *r)
+{
+  bool rbd = false;
   int rc;
 
-  bench_report_fmt_value((double)env->opts->size / (1 << 20), BENCH_UNIT_MIBPS, size,
-                         sizeof(size));
-  fprintf(stderr, "diskgate bench: writing the test file %s (%llu MiB)\n", env->file,
-          (unsigned long long)(env->opts->size >> 20));
-  rc = bench_env_make_file(env);
-  if (rc < 0) {
-    fprintf(stderr, "diskgate bench: cannot write %s: %s\n", env->file, strerror(-rc));
-    return rc;
+  if (env->need_file) {
+    fprintf(stderr, "diskgate bench: writing the test file %s (%llu MiB)\n", env->file,
+            (unsigned long long)(env->opts->size >> 20));
+    rc = bench_env_make_file(env);
+    if (rc < 0) {
+      fprintf(stderr, "diskgate bench: cannot write %s: %s\n", env->file, strerror(-rc));
+      return rc;
+    }
   }
   for (size_t w = 0; w < r->nworkloads; w++) {
     if (r->workloads[w]->kind == BENCH_WL_COPY) {
@@ -210,7 +244,12 @@ static int prepare_data(struct bench_env *env, const struct bench_results *r)
       break;
     }
   }
-  (void)size;
+  for (size_t c = 0; c < r->nconfigs; c++) {
+    rbd |= bench_rbd_is_row(r->configs[c]);
+  }
+  if (rbd) {
+    bench_rbd_setup(env, r->rbd, sizeof(r->rbd));
+  }
   return 0;
 }
 
@@ -278,13 +317,19 @@ int bench_main(int argc, char **argv)
   if (rc < 0) {
     return 2;
   }
+  if (bench_env_locate(&env, &r.opts, needs_file(&r)) < 0) {
+    return 2;
+  }
+  if (drop_unusable_rbd_rows(&r, &env) == 0) {
+    return 2;
+  }
   r.cells = calloc(r.nconfigs * r.nworkloads, sizeof(*r.cells));
   if (r.cells == NULL) {
     fprintf(stderr, "diskgate bench: out of memory\n");
     return 1;
   }
   join_command(argc, argv, r.command, sizeof(r.command));
-  if (bench_env_locate(&env, &r.opts) < 0 || check_tools(&r, &env) < 0) {
+  if (check_tools(&r, &env) < 0) {
     free(r.cells);
     return 2;
   }
@@ -309,6 +354,7 @@ int bench_main(int argc, char **argv)
   } else {
     status = 1;
   }
+  bench_rbd_cleanup(&env);
   r.elapsed_s = bench_proc_now() - t0;
   r.tree_bytes = env.tree_bytes;
   r.tree_files = env.tree_files;

@@ -31,6 +31,8 @@ static const struct profile profiles[] = {
     "host,host-dev-4k,diskgate-unix-*,qemu-nbd-unix,nbdkit-unix,guest-virtio-file,"
     "guest-virtio-file-writeback,guest-virtio-file-noflush,guest-virtio-diskgate",
     "randwrite-4k-qd8,randwrite-4k-qd8-fsync,copy", 3, 10, 2ull << 30 },
+  { "rbd", "diskgate-rbd,qemu-nbd-rbd", "randread-4k,randwrite-4k,read-1m,write-1m", 3, 10,
+    1ull << 30 },
   { "all", "*", "*", 3, 10, 2ull << 30 },
 };
 

@@ -35,6 +35,8 @@ static const char *kind_name(enum bench_cfg_kind k)
     return "nbd";
   case BENCH_CFG_GUEST:
     return "guest";
+  case BENCH_CFG_RBD:
+    return "rbd";
   }
   return "";
 }
@@ -166,7 +168,7 @@ static cJSON *cell_json(const struct bench_results *r, const struct bench_cell *
 
 int bench_report_json_write(FILE *f, const struct bench_results *r)
 {
-  long base[2] = { bench_stats_baseline_row(r, false), bench_stats_baseline_row(r, true) };
+  long base[BENCH_GROUP_COUNT];
   cJSON *root = cJSON_CreateObject();
   cJSON *arr;
   char *text;
@@ -174,6 +176,9 @@ int bench_report_json_write(FILE *f, const struct bench_results *r)
 
   if (root == NULL) {
     return -ENOMEM;
+  }
+  for (int g = 0; g < BENCH_GROUP_COUNT; g++) {
+    base[g] = bench_stats_baseline_row(r, (enum bench_group)g);
   }
   cJSON_AddStringToObject(root, "tool", "diskgate bench");
   cJSON_AddStringToObject(root, "command", r->command);
@@ -185,6 +190,9 @@ int bench_report_json_write(FILE *f, const struct bench_results *r)
 
     cJSON_AddNumberToObject(tree, "files", r->tree_files);
     cJSON_AddNumberToObject(tree, "bytes", (double)r->tree_bytes);
+  }
+  if (r->rbd[0] != '\0') {
+    cJSON_AddStringToObject(root, "rbd", r->rbd);
   }
   cJSON_AddItemToObject(root, "options", options_json(r));
   cJSON_AddItemToObject(root, "machine", machine_json(&r->machine));
@@ -198,7 +206,7 @@ int bench_report_json_write(FILE *f, const struct bench_results *r)
   }
   arr = cJSON_AddArrayToObject(root, "cells");
   for (size_t c = 0; c < r->nconfigs; c++) {
-    long b = base[bench_configs_is_guest(r->configs[c]) ? 1 : 0];
+    long b = base[bench_configs_group(r->configs[c])];
 
     for (size_t w = 0; w < r->nworkloads; w++) {
       cJSON_AddItemToArray(arr, cell_json(r, &r->cells[c * r->nworkloads + w], b));

@@ -84,11 +84,11 @@ static void fmt_bytes(uint64_t b, char *buf, size_t len)
 /* Which kind of table a pass renders. */
 enum table_kind { TABLE_VALUE, TABLE_P99, TABLE_CPU };
 
-/* Returns true when some row of the group (guest or not) can run workload w. */
-static bool column_used(const struct bench_results *r, size_t w, bool guest)
+/* Returns true when some row of the group can run workload w. */
+static bool column_used(const struct bench_results *r, size_t w, enum bench_group group)
 {
   for (size_t c = 0; c < r->nconfigs; c++) {
-    if (bench_configs_is_guest(r->configs[c]) == guest &&
+    if (bench_configs_group(r->configs[c]) == group &&
         bench_configs_applies(r->configs[c], r->workloads[w], NULL)) {
       return true;
     }
@@ -96,10 +96,10 @@ static bool column_used(const struct bench_results *r, size_t w, bool guest)
   return false;
 }
 
-static bool group_has_rows(const struct bench_results *r, bool guest)
+static bool group_has_rows(const struct bench_results *r, enum bench_group group)
 {
   for (size_t c = 0; c < r->nconfigs; c++) {
-    if (bench_configs_is_guest(r->configs[c]) == guest) {
+    if (bench_configs_group(r->configs[c]) == group) {
       return true;
     }
   }
@@ -152,30 +152,31 @@ static void cell_text(const struct bench_cell *cell, enum table_kind kind, char 
   }
 }
 
-static void write_table(FILE *f, const struct bench_results *r, bool guest, enum table_kind kind)
+static void write_table(FILE *f, const struct bench_results *r, enum bench_group group,
+                        enum table_kind kind)
 {
   fputs("| config |", f);
   for (size_t w = 0; w < r->nworkloads; w++) {
-    if (column_used(r, w, guest)) {
+    if (column_used(r, w, group)) {
       fprintf(f, " %s |", r->workloads[w]->title);
     }
   }
   fputs("\n|---|", f);
   for (size_t w = 0; w < r->nworkloads; w++) {
-    if (column_used(r, w, guest)) {
+    if (column_used(r, w, group)) {
       fputs("---:|", f);
     }
   }
   fputc('\n', f);
   for (size_t c = 0; c < r->nconfigs; c++) {
-    if (bench_configs_is_guest(r->configs[c]) != guest) {
+    if (bench_configs_group(r->configs[c]) != group) {
       continue;
     }
     fprintf(f, "| %s |", r->configs[c]->name);
     for (size_t w = 0; w < r->nworkloads; w++) {
       char text[128];
 
-      if (!column_used(r, w, guest)) {
+      if (!column_used(r, w, group)) {
         continue;
       }
       /* bench_results_cell() wants a mutable pointer; the cell is only read here */
@@ -201,6 +202,7 @@ static void write_header(FILE *f, const struct bench_results *r)
 {
   const struct bench_machine *m = &r->machine;
   const struct bench_opts *o = &r->opts;
+  bool file_rows = group_has_rows(r, BENCH_GROUP_HOST) || group_has_rows(r, BENCH_GROUP_GUEST);
   char size[32], took[32], copy[32];
 
   fmt_bytes(o->size, size, sizeof(size));
@@ -216,9 +218,16 @@ static void write_header(FILE *f, const struct bench_results *r)
           m->nbdkit_version[0] ? m->nbdkit_version : "nbdkit not installed",
           m->diskgate_version);
   fprintf(f, "- Method: medians of %u run%s of %u s after a %.1f s ramp (runs taken in rounds "
-          "over all rows), fio direct=1, test file %s of random data%s; started %s, took %s\n",
-          o->runs, o->runs == 1 ? "" : "s", o->runtime_s, o->ramp_s, size,
-          r->caches_dropped ? ", page caches dropped before each run" : "", r->started, took);
+          "over all rows), fio direct=1", o->runs, o->runs == 1 ? "" : "s", o->runtime_s,
+          o->ramp_s);
+  if (file_rows) {
+    fprintf(f, ", test file %s of random data%s", size,
+            r->caches_dropped ? ", page caches dropped before each run" : "");
+  }
+  fprintf(f, "; started %s, took %s\n", r->started, took);
+  if (r->rbd[0] != '\0') {
+    fprintf(f, "- RBD rows: %s\n", r->rbd);
+  }
   if (has_copy(r)) {
     fmt_bytes(r->tree_bytes, copy, sizeof(copy));
     fprintf(f, "- Copy test: a tree of %u files (512 B to 4 MiB, %s in all) copied with `cp -a` "
@@ -239,36 +248,50 @@ int bench_report_md_write(FILE *f, const struct bench_results *r)
     { TABLE_CPU, "CPU-seconds per 1K I/Os, server process + client (fio, or the QEMU process "
                  "for guest rows); copy: CPU-seconds per GiB" },
   };
-  bool groups[2] = { group_has_rows(r, false), group_has_rows(r, true) };
+  bool groups[BENCH_GROUP_COUNT];
   const char *accel = r->machine.accel[0] != '\0' ? r->machine.accel : "not run";
+  int ngroups = 0;
 
+  for (int g = 0; g < BENCH_GROUP_COUNT; g++) {
+    groups[g] = group_has_rows(r, (enum bench_group)g);
+    ngroups += groups[g];
+  }
   write_header(f, r);
-  for (int g = 0; g < 2; g++) {
-    long base = bench_stats_baseline_row(r, g == 1);
+  for (int g = 0; g < BENCH_GROUP_COUNT; g++) {
+    long base = bench_stats_baseline_row(r, (enum bench_group)g);
 
     if (!groups[g]) {
       continue;
     }
-    if (g == 0 && base >= 0) {
+    if (g == BENCH_GROUP_HOST && base >= 0) {
       fprintf(f, "## Host and NBD rows (%% of `%s`)\n\n", r->configs[base]->name);
-    } else if (g == 0) {
+    } else if (g == BENCH_GROUP_HOST) {
       fputs("## Host and NBD rows (no `host` row selected, so no percentages)\n\n", f);
+    } else if (g == BENCH_GROUP_RBD && base >= 0) {
+      fprintf(f, "## RBD rows (%% of `%s`: the same image, the same cluster)\n\n",
+              r->configs[base]->name);
+    } else if (g == BENCH_GROUP_RBD) {
+      fprintf(f, "## RBD rows (no `%s` row selected, so no percentages)\n\n",
+              bench_configs_group_baseline(BENCH_GROUP_RBD));
     } else {
       fprintf(f, "## Guest rows (QEMU accel=%s; %% of `%s`, not comparable with the host line)"
               "\n\n", accel, base >= 0 ? r->configs[base]->name : "-");
     }
-    write_table(f, r, g == 1, TABLE_VALUE);
+    write_table(f, r, (enum bench_group)g, TABLE_VALUE);
   }
   for (size_t k = 0; k < sizeof(extra) / sizeof(extra[0]); k++) {
     fprintf(f, "## %s\n\n", extra[k].title);
-    for (int g = 0; g < 2; g++) {
+    for (int g = 0; g < BENCH_GROUP_COUNT; g++) {
+      static const char *const label[BENCH_GROUP_COUNT] = { "Host and NBD rows", "RBD rows",
+                                                            "Guest rows" };
+
       if (!groups[g]) {
         continue;
       }
-      if (groups[0] && groups[1]) {
-        fprintf(f, "%s:\n\n", g == 0 ? "Host and NBD rows" : "Guest rows");
+      if (ngroups > 1) {
+        fprintf(f, "%s:\n\n", label[g]);
       }
-      write_table(f, r, g == 1, extra[k].kind);
+      write_table(f, r, (enum bench_group)g, extra[k].kind);
     }
   }
   fputs("## Configurations\n\n", f);

@@ -44,12 +44,12 @@ static void put_escaped(FILE *f, const char *s)
   }
 }
 
-static size_t group_rows(const struct bench_results *r, bool guest, size_t *rows)
+static size_t group_rows(const struct bench_results *r, enum bench_group group, size_t *rows)
 {
   size_t n = 0;
 
   for (size_t c = 0; c < r->nconfigs; c++) {
-    if (bench_configs_is_guest(r->configs[c]) == guest) {
+    if (bench_configs_group(r->configs[c]) == group) {
       rows[n++] = c;
     }
   }
@@ -105,29 +105,31 @@ static int group_width(const struct bench_results *r, size_t n)
   return w + GROUP_GAP;
 }
 
-static int panel_width(const struct bench_results *r, bool guest)
+static int panel_width(const struct bench_results *r, enum bench_group group)
 {
   size_t rows[BENCH_MAX_CONFIGS] = { 0 }, cols[BENCH_MAX_WORKLOADS] = { 0 };
-  size_t n = group_rows(r, guest, rows);
+  size_t n = group_rows(r, group, rows);
 
   return LEFT + (int)panel_columns(r, rows, n, cols) * group_width(r, n) + 20;
 }
 
 /* Draws one panel with its top at y0; returns its height. */
-static int write_panel(FILE *f, const struct bench_results *r, bool guest, int y0)
+static int write_panel(FILE *f, const struct bench_results *r, enum bench_group group, int y0)
 {
   size_t rows[BENCH_MAX_CONFIGS] = { 0 }, cols[BENCH_MAX_WORKLOADS] = { 0 };
-  size_t n = group_rows(r, guest, rows);
+  size_t n = group_rows(r, group, rows);
   size_t ncols = panel_columns(r, rows, n, cols);
-  int pw = panel_width(r, guest);
-  long base = bench_stats_baseline_row(r, guest);
+  int pw = panel_width(r, group);
+  long base = bench_stats_baseline_row(r, group);
   double max = panel_max(r, rows, n);
   int gw = group_width(r, n);
   int py = y0 + TOP;
 
   fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"14\" font-weight=\"bold\">", LEFT, y0 + 20);
-  if (guest) {
+  if (group == BENCH_GROUP_GUEST) {
     fprintf(f, "Guest rows (accel=%s): %% of ", r->machine.accel[0] ? r->machine.accel : "?");
+  } else if (group == BENCH_GROUP_RBD) {
+    fputs("RBD rows: % of ", f);
   } else {
     fputs("Host and NBD rows: % of ", f);
   }
@@ -185,31 +187,26 @@ static int write_panel(FILE *f, const struct bench_results *r, bool guest, int y
 int bench_report_svg_write(FILE *f, const struct bench_results *r)
 {
   size_t rows[BENCH_MAX_CONFIGS];
-  size_t nh = group_rows(r, false, rows), ng = group_rows(r, true, rows);
-  int wh = panel_width(r, false), wg = panel_width(r, true);
-  int width = wh > wg ? wh : wg;
-  int height = 0;
+  size_t n[BENCH_GROUP_COUNT];
+  int width = 400, height = 0, y = 0;
 
-  if (nh > 0) {
-    height += TOP + PLOT_H + 32 + (int)nh * LEGEND_LINE + 10;
-  }
-  if (ng > 0) {
-    height += TOP + PLOT_H + 32 + (int)ng * LEGEND_LINE + 10;
-  }
-  if (width < 400) {
-    width = 400;
+  for (int g = 0; g < BENCH_GROUP_COUNT; g++) {
+    int w = panel_width(r, (enum bench_group)g);
+
+    n[g] = group_rows(r, (enum bench_group)g, rows);
+    if (n[g] > 0) {
+      height += TOP + PLOT_H + 32 + (int)n[g] * LEGEND_LINE + 10;
+    }
+    if (w > width) {
+      width = w;
+    }
   }
   fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
           "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">\n", width, height, width, height);
   fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
-  {
-    int y = 0;
-
-    if (nh > 0) {
-      y += write_panel(f, r, false, y);
-    }
-    if (ng > 0) {
-      write_panel(f, r, true, y);
+  for (int g = 0; g < BENCH_GROUP_COUNT; g++) {
+    if (n[g] > 0) {
+      y += write_panel(f, r, (enum bench_group)g, y);
     }
   }
   fputs("</svg>\n", f);

@@ -10,6 +10,7 @@
 #include "bench/bench_fio.h"
 #include "bench/bench_guest.h"
 #include "bench/bench_proc.h"
+#include "bench/bench_rbd.h"
 #include "bench/bench_report.h"
 #include "bench/bench_run.h"
 #include "bench/bench_server.h"
@@ -97,12 +98,22 @@ static int target_up(struct bench_env *env, const struct bench_config *cfg, unsi
     }
     t->filename = t->loop;
   }
+  if (bench_rbd_is_row(cfg) && !bench_rbd_ready(env)) {
+    return -ENODEV;
+  }
   if (cfg->server != BENCH_SERVER_NONE) {
     rc = bench_server_start(env, cfg, env->file, tag, &t->srv);
     if (rc < 0) {
       return rc;
     }
     bench_fmt(t->uri, sizeof(t->uri), "%s", t->srv.uri);
+  }
+  if (bench_rbd_is_row(cfg)) {
+    /* diskgate opens the image at the first NBD_OPT_GO: not inside a measured run */
+    rc = bench_rbd_warm(env, t->uri);
+    if (rc < 0) {
+      return rc;
+    }
   }
   if (cfg->kind == BENCH_CFG_GUEST && cfg->backing != BENCH_GUEST_NBD &&
       cfg->backing != BENCH_GUEST_9P) {
@@ -190,7 +201,7 @@ static int run_host_cells(struct bench_env *env, struct bench_results *r, size_t
     } else {
       struct bench_fio_target ft = { "io_uring", t->filename, NULL, env->opts->size };
 
-      if (cfg->kind == BENCH_CFG_NBD) {
+      if (cfg->kind == BENCH_CFG_NBD || cfg->kind == BENCH_CFG_RBD) {
         ft.ioengine = "nbd";
         ft.filename = NULL;
         ft.uri = t->uri;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "bench/bench_proc.h"
+#include "bench/bench_rbd.h"
 #include "bench/bench_server.h"
 #include "bench/bench_util.h"
 
@@ -97,8 +98,9 @@ static void print_log_tail(const char *path)
 int bench_server_start(const struct bench_env *env, const struct bench_config *cfg,
                        const char *file, const char *tag, struct bench_server *srv)
 {
-  char pidfile[PATH_MAX], name[64], listen[64], port_s[16], *argv[32];
+  char pidfile[PATH_MAX], name[64], listen[64], port_s[16], spec[PATH_MAX + 160], *argv[32];
   bool tcp = cfg->kind == BENCH_CFG_NBD && cfg->transport == BENCH_TRANSPORT_TCP;
+  bool rbd = bench_rbd_is_row(cfg);
   double deadline;
   int argc = 0, rc;
 
@@ -135,8 +137,13 @@ int bench_server_start(const struct bench_env *env, const struct bench_config *c
     argv[argc++] = tcp ? listen : srv->sock;
     argv[argc++] = "--sync";
     argv[argc++] = (char *)(cfg->sync_mode != NULL ? cfg->sync_mode : "full");
-    argv[argc++] = "--cache";
-    argv[argc++] = (char *)(cfg->cache_mode != NULL ? cfg->cache_mode : "direct");
+    if (rbd) {
+      argv[argc++] = "--ceph-conf";
+      argv[argc++] = (char *)env->ceph_conf;
+    } else {
+      argv[argc++] = "--cache";
+      argv[argc++] = (char *)(cfg->cache_mode != NULL ? cfg->cache_mode : "direct");
+    }
     argv[argc++] = "--pid-file";
     argv[argc++] = pidfile;
     break;
@@ -156,7 +163,9 @@ int bench_server_start(const struct bench_env *env, const struct bench_config *c
     argv[argc++] = "-f";
     argv[argc++] = "raw";
     argv[argc++] = "--cache=none";
-    argv[argc++] = "--aio=io_uring";
+    if (!rbd) {
+      argv[argc++] = "--aio=io_uring";
+    }
     argv[argc++] = "--persistent";
     argv[argc++] = "--shared=16";
     argv[argc++] = "--pid-file";
@@ -183,7 +192,12 @@ int bench_server_start(const struct bench_env *env, const struct bench_config *c
   case BENCH_SERVER_NONE:
     break;
   }
-  argv[argc++] = (char *)file;
+  if (rbd) {
+    bench_rbd_spec(env, cfg->server, spec, sizeof(spec));
+    argv[argc++] = spec;
+  } else {
+    argv[argc++] = (char *)file;
+  }
   argv[argc] = NULL;
   rc = bench_proc_spawn(argv, srv->log, -1, &srv->pid);
   if (rc < 0) {

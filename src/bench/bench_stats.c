@@ -104,13 +104,13 @@ void bench_stats_cell_finish(struct bench_cell *cell)
   }
 }
 
-long bench_stats_baseline_row(const struct bench_results *r, bool guest)
+long bench_stats_baseline_row(const struct bench_results *r, enum bench_group group)
 {
-  const char *want = guest ? "guest-virtio-file" : "host";
+  const char *want = bench_configs_group_baseline(group);
   long first = -1;
 
   for (size_t c = 0; c < r->nconfigs; c++) {
-    if (bench_configs_is_guest(r->configs[c]) != guest) {
+    if (bench_configs_group(r->configs[c]) != group) {
       continue;
     }
     if (strcmp(r->configs[c]->name, want) == 0) {
@@ -120,20 +120,23 @@ long bench_stats_baseline_row(const struct bench_results *r, bool guest)
       first = (long)c;
     }
   }
-  return guest ? first : -1;
+  return group == BENCH_GROUP_GUEST ? first : -1;
 }
 
 void bench_stats_results_finish(struct bench_results *r)
 {
-  long base[2] = { bench_stats_baseline_row(r, false), bench_stats_baseline_row(r, true) };
+  long base[BENCH_GROUP_COUNT];
 
+  for (int g = 0; g < BENCH_GROUP_COUNT; g++) {
+    base[g] = bench_stats_baseline_row(r, (enum bench_group)g);
+  }
   for (size_t c = 0; c < r->nconfigs; c++) {
     for (size_t w = 0; w < r->nworkloads; w++) {
       bench_stats_cell_finish(bench_results_cell(r, c, w));
     }
   }
   for (size_t c = 0; c < r->nconfigs; c++) {
-    long b = base[bench_configs_is_guest(r->configs[c]) ? 1 : 0];
+    long b = base[bench_configs_group(r->configs[c])];
 
     if (b < 0) {
       continue;

@@ -27,9 +27,9 @@ double bench_stats_pct(double value, double base, bool *ok);
 void bench_stats_cell_finish(struct bench_cell *cell);
 
 /* Returns the index of the row every other row of the same group is compared with: "host" for
- * host-side rows, "guest-virtio-file" for guest rows (or the first guest row when that one was
- * not selected). Returns -1 when the group has no baseline. */
-long bench_stats_baseline_row(const struct bench_results *r, bool guest);
+ * host-side rows, "qemu-nbd-rbd" for RBD rows, "guest-virtio-file" for guest rows (or the first
+ * guest row when that one was not selected). Returns -1 when the group has no baseline. */
+long bench_stats_baseline_row(const struct bench_results *r, enum bench_group group);
 
 /* Finishes every cell, then sets each cell's percentage of its group's baseline row in the
  * same column. */

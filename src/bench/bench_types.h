@@ -46,6 +46,16 @@ enum bench_cfg_kind {
   BENCH_CFG_HOST_DEV, /* fio's io_uring engine on a loop device over the test file */
   BENCH_CFG_NBD,      /* fio's nbd engine against an NBD server on this host */
   BENCH_CFG_GUEST,    /* fio inside a QEMU guest */
+  BENCH_CFG_RBD,      /* fio's nbd engine against an NBD server exporting a Ceph RBD image */
+};
+
+/* The groups of rows a report shows apart, each with its own baseline row: host-side rows
+ * (% of `host`), RBD rows (% of `qemu-nbd-rbd`), guest rows (% of `guest-virtio-file`). */
+enum bench_group {
+  BENCH_GROUP_HOST,
+  BENCH_GROUP_RBD,
+  BENCH_GROUP_GUEST,
+  BENCH_GROUP_COUNT,
 };
 
 enum bench_server_kind {
@@ -138,6 +148,8 @@ struct bench_opts {
   bool keep;                 /* keep the test file and the tree */
   bool list;                 /* print the configurations and workloads, then exit */
   const char *render;        /* re-render the reports of this bench.json, run nothing */
+  const char *ceph_conf;     /* rbd rows: an existing cluster's ceph.conf, NULL = start one */
+  const char *rbd_image;     /* rbd rows: POOL/IMAGE the lab creates and removes */
   bool runs_set, runtime_set, size_set; /* given on the command line */
 };
 
@@ -167,6 +179,7 @@ struct bench_results {
   uint64_t tree_bytes;   /* the copy test's tree (0 when the copy test did not run) */
   unsigned tree_files;
   bool caches_dropped;   /* page caches were dropped before each run (root) */
+  char rbd[320];         /* rbd rows: the image and the cluster they ran on, "" without them */
   size_t nconfigs;
   size_t nworkloads;
   const struct bench_config *configs[BENCH_MAX_CONFIGS];

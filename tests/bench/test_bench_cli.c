@@ -13,6 +13,7 @@
 #include "bench_test.h"
 
 #include "bench/bench_cli.h"
+#include "bench/bench_configs.h"
 #include "bench/bench_profiles.h"
 
 /* Parses a NULL-terminated argument list; returns the result and what went to stderr. */
@@ -113,7 +114,10 @@ static void test_bad_command_lines(void **state)
     { "--profile", "slow", NULL },     { "--frobnicate", NULL, NULL },
     { "--runs", NULL, NULL },          { "stray", NULL, NULL },
     { "--ramp", "-1", NULL },          { "--copy-size", "900M", NULL },
-    { "-x", NULL, NULL },
+    { "-x", NULL, NULL },              { "--rbd-image", "noslash", NULL },
+    { "--rbd-image", "rbd/img@snap", NULL }, { "--rbd-image", "/img", NULL },
+    { "--rbd-image", "rbd/", NULL },   { "--rbd-image", "rbd/a:conf=x", NULL },
+    { "--ceph-conf", "", NULL },
   };
   struct bench_opts o;
   char err[512];
@@ -172,8 +176,18 @@ static void test_select(void **state)
   fclose(e);
   free(buf);
 
+  /* the copy test does not run on RBD rows either */
+  assert_int_equal(parse(&o, err, sizeof(err), "--configs", "*-rbd", "--workloads", "copy",
+                         NULL), BENCH_CLI_OK);
+  buf = NULL;
+  e = open_memstream(&buf, &len);
+  assert_int_equal(bench_profiles_select(&o, &r, e), -ENOENT);
+  fclose(e);
+  free(buf);
+
   /* every profile's lists name real rows and columns */
-  for (const char *const *p = (const char *const[]){ "quick", "seeds", "sync", "all", NULL };
+  for (const char *const *p = (const char *const[]){ "quick", "seeds", "sync", "rbd", "all",
+                                                      NULL };
        *p != NULL; p++) {
     assert_int_equal(parse(&o, err, sizeof(err), "--profile", *p, NULL), BENCH_CLI_OK);
     buf = NULL;
@@ -185,6 +199,49 @@ static void test_select(void **state)
   }
 }
 
+/* --profile rbd: the two RBD rows, 4K random and 1M sequential jobs, on a 1 GiB image. */
+static void test_profile_rbd(void **state)
+{
+  static const char *const wls[] = { "read-1m", "write-1m", "randread-4k", "randwrite-4k" };
+  static struct bench_results r;
+  struct bench_opts o;
+  char err[256];
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *e;
+
+  (void)state;
+  assert_int_equal(parse(&o, err, sizeof(err), "--profile", "rbd", NULL), BENCH_CLI_OK);
+  assert_int_equal(o.runs, 3);
+  assert_int_equal(o.runtime_s, 10);
+  assert_int_equal(o.size, 1ull << 30);
+  assert_null(o.ceph_conf);
+  assert_string_equal(o.rbd_image, "rbd/diskgate-bench");
+  e = open_memstream(&buf, &len);
+  assert_int_equal(bench_profiles_select(&o, &r, e), 0);
+  fclose(e);
+  assert_string_equal(buf, "");
+  free(buf);
+  assert_int_equal(r.nconfigs, 2);
+  assert_string_equal(r.configs[0]->name, "diskgate-rbd");
+  assert_string_equal(r.configs[1]->name, "qemu-nbd-rbd");
+  for (size_t c = 0; c < 2; c++) {
+    assert_int_equal(r.configs[c]->kind, BENCH_CFG_RBD);
+    assert_int_equal(bench_configs_group(r.configs[c]), BENCH_GROUP_RBD);
+  }
+  assert_int_equal(r.nworkloads, 4);
+  for (size_t w = 0; w < 4; w++) {
+    assert_string_equal(r.workloads[w]->name, wls[w]);
+  }
+
+  assert_int_equal(parse(&o, err, sizeof(err), "--profile", "rbd", "--ceph-conf",
+                         "/etc/ceph/ceph.conf", "--rbd-image", "vms/bench-1.img", "--size", "64M",
+                         NULL), BENCH_CLI_OK);
+  assert_string_equal(o.ceph_conf, "/etc/ceph/ceph.conf");
+  assert_string_equal(o.rbd_image, "vms/bench-1.img");
+  assert_int_equal(o.size, 64ull << 20);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -192,6 +249,7 @@ int main(void)
     cmocka_unit_test(test_profile_defaults),
     cmocka_unit_test(test_bad_command_lines),
     cmocka_unit_test(test_select),
+    cmocka_unit_test(test_profile_rbd),
   };
 
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -306,6 +306,66 @@ static void test_json_round_trip(void **state)
   assert_int_equal(bench_load_json("/nonexistent/bench.json", &loaded), -ENOENT);
 }
 
+/* Rows 1 and 2 become diskgate-rbd and qemu-nbd-rbd: a third group, compared with
+ * qemu-nbd-rbd, in the Markdown, the SVG and back from the JSON. */
+static void test_rbd_group(void **state)
+{
+  static struct bench_results loaded;
+  struct bench_results r;
+  char path[] = "/tmp/bench-report-XXXXXX";
+  char *md, *md2, *svg, *json;
+  int fd;
+  FILE *f;
+
+  (void)state;
+  make_results(&r);
+  r.configs[1] = bench_configs_find("diskgate-rbd");
+  r.configs[2] = bench_configs_find("qemu-nbd-rbd");
+  for (size_t c = 1; c <= 2; c++) {
+    for (size_t w = 0; w < r.nworkloads; w++) {
+      struct bench_cell *cell = bench_results_cell(&r, c, w);
+
+      cell->cfg = r.configs[c];
+      if (!bench_configs_applies(cell->cfg, cell->wl, NULL)) {
+        cell->state = BENCH_CELL_NA;
+      }
+    }
+  }
+  snprintf(r.rbd, sizeof(r.rbd), "image rbd/diskgate-bench (1024 MiB) on a test cluster");
+  bench_stats_results_finish(&r);
+  md = render(bench_report_md_write, &r);
+  assert_non_null(strstr(md, "- RBD rows: image rbd/diskgate-bench (1024 MiB) on a test "
+                             "cluster\n"));
+  assert_non_null(strstr(md, "## RBD rows (% of `qemu-nbd-rbd`: the same image, the same "
+                             "cluster)\n\n| config | 1M seqread QD4 | 4K randread QD32 | "
+                             "4K randwrite QD8 fsync=1 |\n"));
+  /* 712.2 / 1116 MB/s; qemu-nbd-rbd's randread failed, so no percentage there */
+  assert_non_null(strstr(md, "| diskgate-rbd | 712 MB/s (64%) | 16.1K | 9.45K (98%) |\n"));
+  assert_non_null(strstr(md, "| qemu-nbd-rbd | 1116 MB/s (100%) | failed | 9.62K (100%) |\n"));
+  assert_non_null(strstr(md, "RBD rows:\n\n| config |"));
+  assert_non_null(strstr(md, "## Host and NBD rows (% of `host`)\n\n| config | 1M seqread QD4 "
+                             "| 4K randread QD32 | 4K randwrite QD8 fsync=1 | copy tree + sync"
+                             " |\n|---|---:|---:|---:|---:|\n| host |"));
+  svg = render(bench_report_svg_write, &r);
+  assert_non_null(strstr(svg, "RBD rows: % of qemu-nbd-rbd"));
+  json = render(bench_report_json_write, &r);
+  fd = mkstemp(path);
+  assert_true(fd >= 0);
+  f = fdopen(fd, "w");
+  assert_non_null(f);
+  fputs(json, f);
+  assert_int_equal(fclose(f), 0);
+  assert_int_equal(bench_load_json(path, &loaded), 0);
+  unlink(path);
+  md2 = render(bench_report_md_write, &loaded);
+  assert_string_equal(md2, md);
+  free(loaded.cells);
+  free(md2);
+  free(json);
+  free(svg);
+  free(md);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -314,6 +374,7 @@ int main(void)
     cmocka_unit_test(test_json_keeps_every_run),
     cmocka_unit_test(test_svg_has_a_bar_per_cell),
     cmocka_unit_test(test_json_round_trip),
+    cmocka_unit_test(test_rbd_group),
   };
 
   return cmocka_run_group_tests(tests, NULL, NULL);

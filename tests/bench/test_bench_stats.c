@@ -126,8 +126,8 @@ static void test_results_pct_per_group(void **state)
     cells[c].nruns = 1;
     cells[c].runs[0] = (struct bench_sample){ .ok = true, .value = values[c] };
   }
-  assert_int_equal(bench_stats_baseline_row(&r, false), 0);
-  assert_int_equal(bench_stats_baseline_row(&r, true), 3);
+  assert_int_equal(bench_stats_baseline_row(&r, BENCH_GROUP_HOST), 0);
+  assert_int_equal(bench_stats_baseline_row(&r, BENCH_GROUP_GUEST), 3);
   bench_stats_results_finish(&r);
   assert_true(cells[0].have_pct);
   assert_near(cells[0].pct, 100, 1e-9);
@@ -139,11 +139,49 @@ static void test_results_pct_per_group(void **state)
   /* without a host row, host-side rows get no percentage */
   r.configs[0] = bench_configs_find("nbdkit-unix");
   cells[0].cfg = r.configs[0];
-  assert_int_equal(bench_stats_baseline_row(&r, false), -1);
+  assert_int_equal(bench_stats_baseline_row(&r, BENCH_GROUP_HOST), -1);
   bench_stats_results_finish(&r);
   assert_false(cells[0].have_pct);
   assert_false(cells[1].have_pct);
   assert_true(cells[2].have_pct);
+}
+
+/* host, diskgate-rbd, qemu-nbd-rbd x randread-4k: the RBD rows are compared with qemu-nbd-rbd
+ * (the same image), never with the host line; without qemu-nbd-rbd they get no percentage. */
+static void test_results_pct_rbd_group(void **state)
+{
+  static struct bench_cell cells[3];
+  const char *names[] = { "host", "diskgate-rbd", "qemu-nbd-rbd" };
+  const double values[] = { 80000, 3000, 4000 };
+  struct bench_results r;
+
+  (void)state;
+  memset(&r, 0, sizeof(r));
+  memset(cells, 0, sizeof(cells));
+  r.nconfigs = 3;
+  r.nworkloads = 1;
+  r.workloads[0] = bench_workloads_find("randread-4k");
+  r.cells = cells;
+  for (size_t c = 0; c < 3; c++) {
+    r.configs[c] = bench_configs_find(names[c]);
+    assert_non_null(r.configs[c]);
+    cells[c].cfg = r.configs[c];
+    cells[c].wl = r.workloads[0];
+    cells[c].nruns = 1;
+    cells[c].runs[0] = (struct bench_sample){ .ok = true, .value = values[c] };
+  }
+  assert_int_equal(bench_stats_baseline_row(&r, BENCH_GROUP_HOST), 0);
+  assert_int_equal(bench_stats_baseline_row(&r, BENCH_GROUP_RBD), 2);
+  assert_int_equal(bench_stats_baseline_row(&r, BENCH_GROUP_GUEST), -1);
+  bench_stats_results_finish(&r);
+  assert_near(cells[0].pct, 100, 1e-9);
+  assert_near(cells[1].pct, 75, 1e-9);
+  assert_near(cells[2].pct, 100, 1e-9);
+
+  r.nconfigs = 2;
+  assert_int_equal(bench_stats_baseline_row(&r, BENCH_GROUP_RBD), -1);
+  bench_stats_results_finish(&r);
+  assert_false(cells[1].have_pct);
 }
 
 int main(void)
@@ -154,6 +192,7 @@ int main(void)
     cmocka_unit_test(test_pct),
     cmocka_unit_test(test_cell_finish_skips_failed_runs),
     cmocka_unit_test(test_results_pct_per_group),
+    cmocka_unit_test(test_results_pct_rbd_group),
   };
 
   return cmocka_run_group_tests(tests, NULL, NULL);
