@@ -42,8 +42,8 @@ int bench_rbd_check(const struct bench_env *env, const struct bench_config *cfg,
   char script[PATH_MAX];
 
 #ifndef DISKGATE_HAVE_RBD
-  bench_fmt(why, len, "this diskgate was built without librbd (install librbd-dev, then "
-                      "meson setup --reconfigure)");
+  bench_fmt(why, len, "this diskgate was built without librbd (install librbd-dev and "
+                      "librados-dev, then meson setup --reconfigure)");
   return -ENOTSUP;
 #endif
   if (!bench_proc_have_tool("rbd")) {

@@ -40,7 +40,8 @@ void bench_rbd_spec(const struct bench_env *env, enum bench_server_kind kind, ch
 
 /* One unmeasured connection to the export at uri (fio reads 4 MiB through the nbd engine), so
  * that the lazy open of the image (diskgate opens it at the first NBD_OPT_GO) and the cold
- * caches are not paid inside a measured run. fio's output goes to <out>/logs/warmup.log. Returns 0 or -errno (-EIO when fio failed). */
+ * caches are not paid inside a measured run. fio's output goes to <out>/logs/warmup.log.
+ * Returns 0 or -errno (-EIO when fio failed). */
 int bench_rbd_warm(const struct bench_env *env, const char *uri);
 
 /* Removes the image when the lab created it, and stops the cluster when the lab started it

@@ -21,11 +21,11 @@ struct bench_server {
 };
 
 /* Starts the server of configuration cfg exporting `file` as "bench" (for guest rows too; the
- * transport is then a Unix socket; RBD rows export the image of bench_rbd_spec() instead) and waits until it accepts connections (its pid file
- * written; for qemu-nbd and nbdkit also a connect() succeeding), at most 15 s. `tag` names
- * the log file (<out>/logs/server-<tag>.log). Returns 0, -ENOENT when the configuration has
- * no server, or -errno (-ETIMEDOUT, -ECHILD when it exited; the log's tail is printed on
- * stderr). */
+ * transport is then a Unix socket; RBD rows export the image of bench_rbd_spec() instead)
+ * and waits until it accepts connections (its pid file written; for qemu-nbd and nbdkit also
+ * a connect() succeeding), at most 15 s. `tag` names the log file
+ * (<out>/logs/server-<tag>.log). Returns 0, -ENOENT when the configuration has no server, or
+ * -errno (-ETIMEDOUT, -ECHILD when it exited; the log's tail is printed on stderr). */
 int bench_server_start(const struct bench_env *env, const struct bench_config *cfg,
                        const char *file, const char *tag, struct bench_server *srv);
 
