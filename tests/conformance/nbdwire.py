@@ -20,39 +20,18 @@ Sources: /tmp/proto.md (doc/proto.md of the NBD project) and, for extended heade
 extension-ext-header branch of the same file.
 """
 import errno
+import os
 import select
 import socket
 import struct
-import time
+import sys
 
-# ---- constants (doc/proto.md "Values") ----
-NBDMAGIC = 0x4E42444D41474943
-IHAVEOPT = 0x49484156454F5054
-REPLY_MAGIC = 0x3E889045565A9
-REQUEST_MAGIC = 0x25609513
-EXT_REQUEST_MAGIC = 0x21E41C71
-SIMPLE_REPLY_MAGIC = 0x67446698
-STRUCTURED_REPLY_MAGIC = 0x668E33EF
-EXT_REPLY_MAGIC = 0x6E8A278C
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+# the constants (doc/proto.md "Values"), the encoders (enc_name, info_payload, meta_payload,
+# request_header) and Conn; re-exported: the tests use them as W.NAME
+from nbdproto import *  # noqa: E402,F401,F403
+from nbdproto import Conn  # noqa: E402
 
-FLAG_FIXED_NEWSTYLE, FLAG_NO_ZEROES = 1, 2
-
-OPT_EXPORT_NAME, OPT_ABORT, OPT_LIST, OPT_PEEK_EXPORT, OPT_STARTTLS = 1, 2, 3, 4, 5
-OPT_INFO, OPT_GO, OPT_STRUCTURED_REPLY, OPT_LIST_META_CONTEXT = 6, 7, 8, 9
-OPT_SET_META_CONTEXT, OPT_EXTENDED_HEADERS = 10, 11
-
-REP_ACK, REP_SERVER, REP_INFO, REP_META_CONTEXT = 1, 2, 3, 4
-REP_FLAG_ERROR = 1 << 31
-REP_ERR_UNSUP = REP_FLAG_ERROR | 1
-REP_ERR_POLICY = REP_FLAG_ERROR | 2
-REP_ERR_INVALID = REP_FLAG_ERROR | 3
-REP_ERR_PLATFORM = REP_FLAG_ERROR | 4
-REP_ERR_TLS_REQD = REP_FLAG_ERROR | 5
-REP_ERR_UNKNOWN = REP_FLAG_ERROR | 6
-REP_ERR_SHUTDOWN = REP_FLAG_ERROR | 7
-REP_ERR_BLOCK_SIZE_REQD = REP_FLAG_ERROR | 8
-REP_ERR_TOO_BIG = REP_FLAG_ERROR | 9
-REP_ERR_EXT_HEADER_REQD = REP_FLAG_ERROR | 10
 REP_NAMES = {REP_ACK: "ACK", REP_SERVER: "SERVER", REP_INFO: "INFO",
              REP_META_CONTEXT: "META_CONTEXT", REP_ERR_UNSUP: "ERR_UNSUP",
              REP_ERR_POLICY: "ERR_POLICY", REP_ERR_INVALID: "ERR_INVALID",
@@ -61,33 +40,9 @@ REP_NAMES = {REP_ACK: "ACK", REP_SERVER: "SERVER", REP_INFO: "INFO",
              REP_ERR_BLOCK_SIZE_REQD: "ERR_BLOCK_SIZE_REQD", REP_ERR_TOO_BIG: "ERR_TOO_BIG",
              REP_ERR_EXT_HEADER_REQD: "ERR_EXT_HEADER_REQD"}
 
-INFO_EXPORT, INFO_NAME, INFO_DESCRIPTION, INFO_BLOCK_SIZE = 0, 1, 2, 3
 
-TF_HAS_FLAGS = 1 << 0
-TF_READ_ONLY = 1 << 1
-TF_SEND_FLUSH = 1 << 2
-TF_SEND_FUA = 1 << 3
-TF_ROTATIONAL = 1 << 4
-TF_SEND_TRIM = 1 << 5
-TF_SEND_WRITE_ZEROES = 1 << 6
-TF_SEND_DF = 1 << 7
-TF_CAN_MULTI_CONN = 1 << 8
-TF_SEND_RESIZE = 1 << 9
-TF_SEND_CACHE = 1 << 10
-TF_SEND_FAST_ZERO = 1 << 11
-TF_BLOCK_STATUS_PAYLOAD = 1 << 12
-
-CMD_READ, CMD_WRITE, CMD_DISC, CMD_FLUSH, CMD_TRIM = 0, 1, 2, 3, 4
-CMD_CACHE, CMD_WRITE_ZEROES, CMD_BLOCK_STATUS, CMD_RESIZE = 5, 6, 7, 8
 CMD_NAMES = {0: "READ", 1: "WRITE", 2: "DISC", 3: "FLUSH", 4: "TRIM", 5: "CACHE",
              6: "WRITE_ZEROES", 7: "BLOCK_STATUS", 8: "RESIZE"}
-
-CMD_FLAG_FUA = 1 << 0
-CMD_FLAG_NO_HOLE = 1 << 1
-CMD_FLAG_DF = 1 << 2
-CMD_FLAG_REQ_ONE = 1 << 3
-CMD_FLAG_FAST_ZERO = 1 << 4
-CMD_FLAG_PAYLOAD_LEN = 1 << 5
 
 REPLY_FLAG_DONE = 1
 RT_NONE, RT_OFFSET_DATA, RT_OFFSET_HOLE = 0, 1, 2
@@ -96,7 +51,6 @@ RT_ERROR, RT_ERROR_OFFSET = (1 << 15) | 1, (1 << 15) | 2
 
 STATE_HOLE, STATE_ZERO = 1, 2
 
-EPERM, EIO, ENOMEM, EINVAL, ENOSPC, EOVERFLOW, ENOTSUP, ESHUTDOWN = 1, 5, 12, 22, 28, 75, 95, 108
 ALLOWED_ERRORS = {EPERM, EIO, ENOMEM, EINVAL, ENOSPC, EOVERFLOW, ENOTSUP, ESHUTDOWN}
 ERR_NAMES = {0: "0", EPERM: "EPERM", EIO: "EIO", ENOMEM: "ENOMEM", EINVAL: "EINVAL",
              ENOSPC: "ENOSPC", EOVERFLOW: "EOVERFLOW", ENOTSUP: "ENOTSUP",
@@ -119,28 +73,6 @@ class Violation(AssertionError):
 
 def violation(rule, msg):
     raise Violation(f"{'rule ' if isinstance(rule, int) else ''}{rule}: {msg}")
-
-
-# ---- option payload encoders (valid ones; tests build malformed ones by hand) ----
-def enc_name(name):
-    return name if isinstance(name, bytes) else name.encode()
-
-
-def info_payload(name, infos=()):
-    """NBD_OPT_INFO / NBD_OPT_GO data: name length, name, count, info types."""
-    n = enc_name(name)
-    return struct.pack(">I", len(n)) + n + struct.pack(">H", len(infos)) + \
-        b"".join(struct.pack(">H", i) for i in infos)
-
-
-def meta_payload(name, queries=()):
-    """NBD_OPT_LIST_META_CONTEXT / NBD_OPT_SET_META_CONTEXT data."""
-    n = enc_name(name)
-    out = struct.pack(">I", len(n)) + n + struct.pack(">I", len(queries))
-    for q in queries:
-        q = enc_name(q)
-        out += struct.pack(">I", len(q)) + q
-    return out
 
 
 class OptReply:
@@ -202,19 +134,11 @@ class Closed(Exception):
     """The server closed the connection."""
 
 
-class Wire:
+class Wire(Conn):
+    reset_is_eof = True
+
     def __init__(self, unix=None, tcp=None, timeout=10.0, sock=None):
-        if sock is not None:
-            self.s = sock
-        elif unix is not None:
-            self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            self.s.settimeout(timeout)
-            self.s.connect(unix)
-        else:
-            self.s = socket.create_connection(tcp, timeout=timeout)
-        self.timeout = timeout
-        self.s.settimeout(timeout)
-        self.server_flags = None
+        super().__init__(unix=unix, tcp=tcp, timeout=timeout, sock=sock)
         self.no_zeroes = False
         self.sr = False              # structured replies negotiated
         self.eh = False              # extended headers negotiated
@@ -224,22 +148,14 @@ class Wire:
         self.next_cookie = 1
         self.contexts = {}           # meta context id -> name (SET_META_CONTEXT)
 
-    # ---- bytes ----
-    def recv_exact(self, n):
-        buf = bytearray()
-        while len(buf) < n:
-            try:
-                chunk = self.s.recv(min(n - len(buf), 1 << 20))
-            except ConnectionResetError:
-                chunk = b""
-            if not chunk:
-                raise Closed(f"server closed the connection after {len(buf)} of {n} bytes")
-            buf += chunk
-        return bytes(buf)
+    # ---- faults: a Violation naming the rule; Closed at EOF (nbdproto.Conn's hooks) ----
+    def bad(self, rule, msg):
+        violation(rule, msg)
 
-    def send(self, data):
-        self.s.sendall(data)
+    def eof(self, got, wanted):
+        raise Closed(f"server closed the connection after {got} of {wanted} bytes")
 
+    # ---- bytes (recv_exact, send, wait_closed: nbdproto.Conn) ----
     def pending_bytes(self, wait=0.3):
         """Bytes the server sent that nobody asked for within `wait` s (b'' if none;
         raises Closed at EOF)."""
@@ -256,31 +172,6 @@ class Wire:
         finally:
             self.s.settimeout(self.timeout)
 
-    def wait_closed(self, wait=5.0):
-        """Reads until EOF. Returns (closed, data): closed is False when the connection
-        stayed open for `wait` s; data is whatever arrived before."""
-        deadline = time.monotonic() + wait
-        data = b""
-        try:
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False, data
-                self.s.settimeout(left)
-                chunk = self.s.recv(65536)
-                if not chunk:
-                    return True, data
-                data += chunk
-        except (ConnectionResetError, BrokenPipeError):
-            return True, data
-        except socket.timeout:
-            return False, data
-        finally:
-            try:
-                self.s.settimeout(self.timeout)
-            except OSError:
-                pass
-
     def expect_hard_close(self, what, rule, wait=5.0):
         """The server must close without sending anything."""
         closed, data = self.wait_closed(wait)
@@ -291,23 +182,10 @@ class Wire:
             violation(rule, f"{what}: connection still open after {wait} s (expected a "
                             "hard close)")
 
-    def close(self):
-        try:
-            self.s.close()
-        except OSError:
-            pass
-
-    # ---- handshake ----
-    def greeting(self):
-        magic, opt, flags = struct.unpack(">QQH", self.recv_exact(18))
-        if magic != NBDMAGIC or opt != IHAVEOPT:
-            violation(1, f"greeting magics {magic:#x} {opt:#x}")
-        self.server_flags = flags
-        return flags
-
+    # ---- handshake (greeting, send_option: nbdproto.Conn) ----
     def client_flags(self, flags):
         self.no_zeroes = bool(flags & FLAG_NO_ZEROES)
-        self.send(struct.pack(">I", flags))
+        self.send_client_flags(flags)
 
     def start(self, no_zeroes=True):
         """Greeting, then FIXED_NEWSTYLE (+ NO_ZEROES when advertised and wanted)."""
@@ -316,17 +194,8 @@ class Wire:
                           (FLAG_NO_ZEROES if no_zeroes and flags & FLAG_NO_ZEROES else 0))
         return self
 
-    def send_option(self, option, data=b"", length=None):
-        self.send(struct.pack(">QII", IHAVEOPT, option, len(data) if length is None else length)
-                  + data)
-
     def option_reply(self, expect_option=None):
-        magic, opt, rtype, length = struct.unpack(">QIII", self.recv_exact(20))
-        if magic != REPLY_MAGIC:
-            violation(4, f"option reply magic {magic:#x}, expected {REPLY_MAGIC:#x}")
-        if expect_option is not None and opt != expect_option:
-            violation(4, f"option reply names option {opt:#x}, the client sent {expect_option:#x}")
-        data = self.recv_exact(length) if length else b""
+        opt, rtype, data = self.recv_option_reply(expect_option)
         r = OptReply(opt, rtype, data)
         if r.is_error and data:
             check_string(data, f"error message of {rep_name(rtype)}")
@@ -457,11 +326,7 @@ class Wire:
         if cookie is None:
             cookie = self.cookie()
         ext = self.eh if ext is None else ext
-        if ext:
-            hdr = struct.pack(">IHHQQQ", EXT_REQUEST_MAGIC, flags, cmd, cookie, offset, length)
-        else:
-            hdr = struct.pack(">IHHQQI", REQUEST_MAGIC, flags, cmd, cookie, offset,
-                              length & 0xFFFFFFFF)
+        hdr = request_header(cmd, cookie, offset, length, flags, ext)
         if register and cmd != CMD_DISC:
             if cookie in self.pending:
                 raise ValueError(f"cookie {cookie:#x} already in flight")

@@ -24,15 +24,11 @@ import time
 
 import nbd
 
-IHAVEOPT = 0x49484156454F5054
-REQUEST_MAGIC = 0x25609513
-OPT_GO = 7
-CMD_READ, CMD_WRITE, CMD_DISC, CMD_FLUSH = 0, 1, 2, 3
-FLAG_FUA = 1
-
-
-def request(cmd, cookie, offset, length, flags=0):
-    return struct.pack(">IHHQQI", REQUEST_MAGIC, flags, cmd, cookie, offset, length)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from nbdproto import (CMD_DISC, CMD_FLAG_FUA, CMD_FLUSH, CMD_READ,  # noqa: E402
+                      CMD_WRITE, FLAG_FIXED_NEWSTYLE, FLAG_NO_ZEROES, OPT_GO, info_payload,
+                      option_header)
+from nbdproto import request_header as request  # noqa: E402
 
 
 def session():
@@ -45,15 +41,15 @@ def session():
         out.extend(data)
         cuts.update(range(start, len(out), step))
 
-    add(struct.pack(">I", 3))  # FIXED_NEWSTYLE | NO_ZEROES
-    go = struct.pack(">I", 0) + struct.pack(">H", 0)  # empty name, no info requests
-    add(struct.pack(">QII", IHAVEOPT, OPT_GO, len(go)) + go)
+    add(struct.pack(">I", FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES))
+    go = info_payload("")  # empty name, no info requests
+    add(option_header(OPT_GO, len(go)) + go)
     add(request(CMD_READ, 1, 0, 4096))
     add(request(CMD_READ, 2, 0, 1 << 20))
     add(request(CMD_WRITE, 3, 8192, 4096))
     add(os.urandom(4096), 512)
     add(request(CMD_FLUSH, 4, 0, 0))
-    add(request(CMD_WRITE, 5, 65536, 65536, FLAG_FUA))
+    add(request(CMD_WRITE, 5, 65536, 65536, CMD_FLAG_FUA))
     add(os.urandom(65536), 4096)
     add(request(CMD_READ, 6, 0, 4096))
     add(request(CMD_DISC, 7, 0, 0))

@@ -2,7 +2,6 @@
 fault it pins). Usage: regress.py CHECK SOCKET [ARGS...]; exits non-zero with one line on
 failure. Uses Debian's python3 with python3-libnbd."""
 import os
-import struct
 import sys
 import time
 
@@ -56,7 +55,7 @@ def ext_write_without_flag(sock):
     c.request(1, 0, 4096, flags=0x20, cookie=1, payload=b"D" * 4096)
     if c.reply()[0] != 0:
         fail("setup write failed")
-    evil = struct.pack(">IHHQQQ", rawnbd.EXT_REQ_MAGIC, 0, 6, 0xBAD, 0, 4096)
+    evil = rawnbd.request_header(6, 0xBAD, 0, 4096, ext=True)  # a WRITE_ZEROES header
     c.request(1, 8192, 512, flags=0, cookie=2, payload=(evil * 16)[:512])
     err, cookie, _ = c.reply()
     if cookie != 2 or err != 22:
@@ -101,7 +100,7 @@ def slow_reader(sock, pid):
     sent = 0
     try:
         for i in range(128):
-            hdr = struct.pack(">IHHQQI", rawnbd.REQ_MAGIC, 0, 0, i, 0, 4 << 20)
+            hdr = rawnbd.request_header(0, i, 0, 4 << 20)  # READ 4 MiB
             bad.s.send(hdr)
             sent += 1
     except BlockingIOError:

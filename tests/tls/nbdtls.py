@@ -9,92 +9,51 @@ where CHECK names a function below (rule11_*, rule12_*, rule13_*, ...); the serv
 must match the check's group (off, require or on, see GROUPS).
 """
 import argparse
-import socket
+import os
 import ssl
 import struct
 import sys
 import time
 
-NBDMAGIC, IHAVEOPT, REPLY_MAGIC = 0x4E42444D41474943, 0x49484156454F5054, 0x3E889045565A9
-REQUEST_MAGIC, EXT_REQUEST_MAGIC = 0x25609513, 0x21E41C71
-SIMPLE_REPLY_MAGIC, STRUCTURED_REPLY_MAGIC = 0x67446698, 0x668E33EF
-FLAG_FIXED_NEWSTYLE, FLAG_NO_ZEROES = 1, 2
-OPT_EXPORT_NAME, OPT_ABORT, OPT_LIST, OPT_PEEK_EXPORT, OPT_STARTTLS = 1, 2, 3, 4, 5
-OPT_INFO, OPT_GO, OPT_STRUCTURED_REPLY = 6, 7, 8
-OPT_LIST_META_CONTEXT, OPT_SET_META_CONTEXT, OPT_EXTENDED_HEADERS = 9, 10, 11
-REP_ACK, REP_SERVER, REP_INFO, REP_META_CONTEXT = 1, 2, 3, 4
-REP_ERR_UNSUP, REP_ERR_POLICY, REP_ERR_INVALID = 0x80000001, 0x80000002, 0x80000003
-REP_ERR_TLS_REQD, REP_ERR_UNKNOWN = 0x80000005, 0x80000006
-INFO_EXPORT, INFO_BLOCK_SIZE = 0, 3
-CMD_READ, CMD_WRITE, CMD_DISC, CMD_BLOCK_STATUS = 0, 1, 2, 7
-TFLAG_SEND_DF = 1 << 7
-EINVAL = 22
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from nbdproto import (CMD_BLOCK_STATUS, CMD_DISC, CMD_READ, CMD_WRITE,  # noqa: E402,F401
+                     EINVAL, FLAG_FIXED_NEWSTYLE, FLAG_NO_ZEROES, OPT_ABORT,
+                     OPT_EXPORT_NAME, OPT_EXTENDED_HEADERS, OPT_GO, OPT_INFO, OPT_LIST,
+                     OPT_LIST_META_CONTEXT, OPT_PEEK_EXPORT, OPT_SET_META_CONTEXT,
+                     OPT_STARTTLS, OPT_STRUCTURED_REPLY, REP_ACK, REP_ERR_INVALID,
+                     REP_ERR_POLICY, REP_ERR_TLS_REQD, REP_META_CONTEXT,
+                     SIMPLE_REPLY_MAGIC, STRUCTURED_REPLY_MAGIC, TF_SEND_DF, Conn,
+                     export_info, info_payload, meta_payload)
+
+TFLAG_SEND_DF = TF_SEND_DF
 DG_MAX_OPTION_LENGTH = 4096 + 1024
 
 
-class Client:
+class Client(Conn):
     """One connection. `s` is the plain socket, then the TLS socket after starttls()."""
 
+    close_errors = Conn.close_errors + (ssl.SSLError,)  # a TLS close ends it too
+
     def __init__(self, port=None, unix=None, timeout=10.0):
-        if unix is not None:
-            self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            self.s.connect(unix)
-        else:
-            self.s = socket.create_connection(("127.0.0.1", port))
-        self.timeout = timeout
-        self.s.settimeout(timeout)
+        super().__init__(unix=unix, tcp=None if unix is not None else ("127.0.0.1", port),
+                         timeout=timeout)
         self.tls = False
         self.size = self.tflags = None
 
-    def recv_exact(self, n):
-        buf = b""
-        while len(buf) < n:
-            chunk = self.s.recv(n - len(buf))
-            assert chunk, f"server closed the connection after {len(buf)} of {n} bytes"
-            buf += chunk
-        return buf
-
-    def closed_by_server(self, wait=5.0):
-        """True if the server ends the connection (EOF, reset, TLS close) within `wait` s."""
-        self.s.settimeout(wait)
-        try:
-            while True:
-                if not self.s.recv(65536):
-                    return True
-        except (ConnectionResetError, BrokenPipeError, ssl.SSLError):
-            return True
-        except socket.timeout:
-            return False
-        finally:
-            self.s.settimeout(self.timeout)
-
     # ---- handshake ----
     def negotiate(self, flags=FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES):
-        magic, opt, sflags = struct.unpack(">QQH", self.recv_exact(18))
-        assert magic == NBDMAGIC and opt == IHAVEOPT, f"bad greeting {magic:#x} {opt:#x}"
-        self.s.sendall(struct.pack(">I", flags & (sflags | FLAG_FIXED_NEWSTYLE)))
+        sflags = self.greeting()
+        self.send_client_flags(flags & (sflags | FLAG_FIXED_NEWSTYLE))
         return self
 
-    def send_option(self, option, data=b""):
-        self.s.sendall(struct.pack(">QII", IHAVEOPT, option, len(data)) + data)
-
     def option_reply(self, expect_option=None):
-        magic, opt, rtype, length = struct.unpack(">QIII", self.recv_exact(20))
-        assert magic == REPLY_MAGIC, f"bad option reply magic {magic:#x}"
-        if expect_option is not None:
-            assert opt == expect_option, f"reply for option {opt}, expected {expect_option}"
-        return rtype, self.recv_exact(length)
+        _, rtype, data = self.recv_option_reply(expect_option)
+        return rtype, data
 
     def option(self, option, data=b""):
         """Sends an option; returns the list of (type, data) replies up to the final one
         (ACK or an error)."""
-        self.send_option(option, data)
-        replies = []
-        while True:
-            rtype, rdata = self.option_reply(option)
-            replies.append((rtype, rdata))
-            if rtype == REP_ACK or rtype & 0x80000000:
-                return replies
+        return self.option_replies(option, data)
 
     def final(self, option, data=b""):
         """The final reply type to one option."""
@@ -119,33 +78,21 @@ class Client:
 
     def go(self, name=b"", option=OPT_GO):
         """NBD_OPT_GO (or INFO); returns (size, transmission flags)."""
-        data = struct.pack(">I", len(name)) + name + struct.pack(">H", 0)
-        replies = self.option(option, data)
+        replies = self.option(option, info_payload(name))
         assert replies[-1][0] == REP_ACK, f"option {option}: final reply {replies[-1][0]:#x}"
-        for rtype, rdata in replies[:-1]:
-            if rtype == REP_INFO and struct.unpack(">H", rdata[:2])[0] == INFO_EXPORT:
-                self.size, self.tflags = struct.unpack(">QH", rdata[2:12])
+        size, tflags = export_info(replies[:-1])
+        if size is not None:
+            self.size, self.tflags = size, tflags
         assert self.size is not None, "no NBD_INFO_EXPORT"
         return self.size, self.tflags
 
     def set_meta_context(self, name=b"", query=b"base:allocation"):
-        data = (struct.pack(">I", len(name)) + name + struct.pack(">I", 1) +
-                struct.pack(">I", len(query)) + query)
-        return self.option(OPT_SET_META_CONTEXT, data)
+        return self.option(OPT_SET_META_CONTEXT, meta_payload(name, [query]))
 
-    # ---- transmission (compact requests) ----
-    def send_request(self, cmd, cookie, offset=0, length=0, flags=0, payload=b""):
-        self.s.sendall(struct.pack(">IHHQQI", REQUEST_MAGIC, flags, cmd, cookie, offset,
-                                   length) + payload)
-
-    def reply_magic(self):
-        return struct.unpack(">I", self.recv_exact(4))[0]
-
+    # ---- transmission (compact requests: send_request, reply_magic from nbdproto.Conn) ----
     def simple_reply(self, cookie):
         """After a simple-reply magic: returns the error; checks the cookie."""
-        error, got = struct.unpack(">IQ", self.recv_exact(12))
-        assert got == cookie, f"reply cookie {got:#x}, expected {cookie:#x}"
-        return error
+        return self.simple_reply_tail(cookie)[0]
 
     def disc(self):
         self.send_request(CMD_DISC, 0)
