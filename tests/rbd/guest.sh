@@ -15,6 +15,7 @@
 # fails if the guest's FLUSHes do not reach the cluster.
 source "$SRCDIR/tests/lib.sh"
 source "$SRCDIR/tests/rbd/rbd-lib.sh"
+source "$SRCDIR/tests/guest/ext4lib.sh"
 
 RUN_GUEST=$SRCDIR/tests/guest/run-guest.sh
 for tool in e2fsck debugfs /bin/busybox sha256sum qemu-system-x86_64; do
@@ -35,29 +36,13 @@ mkdir -p "$EXP/dir"
   eval "$GEN_PATTERN" >dir/pattern.bin
   eval "$GEN_LINES" >lines.txt
 )
-mkrandom "$EXP/odd.bin" 4097
-mkrandom "$EXP/big.bin" $((3 * 1024 * 1024 + 1234))
-(cd "$EXP" && sha256sum "${FILES[@]}") >"$T/SHA256SUMS.expected"
+ext4_expected
 
-cat >"$T/task.sh" <<EOF
-set -eu
-echo "task: disk \$DISK"
-mkfs.ext4 -q -F -L dgrbd "\$DISK"
-mkdir -p /mnt/t
-mount -t ext4 "\$DISK" /mnt/t
-cd /mnt/t
-mkdir -p dir
+ext4_task "$T/task.sh" dgrbd dir <<EOF
 $GEN_HELLO >hello.txt
 cp /data/odd.bin /data/big.bin .
 $GEN_PATTERN >dir/pattern.bin
 $GEN_LINES >lines.txt
-sha256sum ${FILES[*]} >SHA256SUMS
-sync
-echo 3 >/proc/sys/vm/drop_caches
-sha256sum -c SHA256SUMS
-cd /
-umount /mnt/t
-echo "task: done"
 EOF
 
 # ---- serve, boot ---------------------------------------------------------------------------
@@ -79,32 +64,9 @@ if grep -E '^diskgate: (error|warning):' "$DG_LOG"; then
   fail "diskgate logged errors or warnings while serving the guest (above)"
 fi
 
-# ---- check the cluster's copy ------------------------------------------------------------------
-# check_image IMAGE: e2fsck clean, every file and SHA256SUMS as expected; returns non-zero
-# (saying why) instead of failing, for the negative control.
-check_image() {
-  local img=$1 f got want bad=0 out
-  if ! out=$(e2fsck -fn "$img" 2>&1); then
-    echo "$out" | tail -n 20 >&2
-    echo "check: e2fsck -fn reports problems in $img" >&2
-    return 1
-  fi
-  for f in "${FILES[@]}"; do
-    want=$(sha256sum <"$EXP/$f" | cut -d' ' -f1)
-    got=$(debugfs -R "cat /$f" "$img" 2>/dev/null | sha256sum | cut -d' ' -f1)
-    if [ "$got" != "$want" ]; then
-      echo "check: /$f: sha256 $got, expected $want" >&2
-      bad=1
-    fi
-  done
-  if ! debugfs -R "cat /SHA256SUMS" "$img" 2>/dev/null | cmp -s - "$T/SHA256SUMS.expected"; then
-    echo "check: /SHA256SUMS differs from the expected list" >&2
-    bad=1
-  fi
-  return $bad
-}
+# ---- check the cluster's copy (tests/guest/ext4lib.sh) ----------------------------------------
 rbdc export --no-progress rbd/disk "$T/export.img"
-check_image "$T/export.img" || fail "rbd export does not hold what the guest wrote"
+ext4_check_image "$T/export.img" || fail "rbd export does not hold what the guest wrote"
 pass "rbd export after kill -9: e2fsck clean; ${#FILES[@]} files + SHA256SUMS match"
 
 rbd_serve --read-only rbd:rbd/disk
@@ -114,17 +76,4 @@ dg_stop
 pass "a new diskgate serves the same bytes"
 
 # Negative control: one byte of big.bin's data changed in a copy must fail the check.
-cp --sparse=always "$T/export.img" "$T/corrupt.img"
-blk=$(debugfs -R "bmap /big.bin 300" "$T/corrupt.img" 2>/dev/null)
-bsize=$(debugfs -R "stats" "$T/corrupt.img" 2>/dev/null | awk -F: '/^Block size/ { print $2 + 0 }')
-[[ "$blk" =~ ^[0-9]+$ ]] && [ "$blk" -gt 0 ] && [ "${bsize:-0}" -gt 0 ] ||
-  fail "negative control: cannot locate big.bin's data (block '$blk', block size '$bsize')"
-old=$(od -An -tu1 -j $((blk * bsize + 100)) -N1 "$T/corrupt.img" | tr -d ' ')
-printf "\\$(printf '%03o' $(((old + 1) % 256)))" |
-  dd of="$T/corrupt.img" bs=1 seek=$((blk * bsize + 100)) conv=notrunc status=none
-if check_image "$T/corrupt.img" 2>"$T/negative.txt"; then
-  fail "negative control: a corrupted image passed the check"
-fi
-grep -q 'big.bin' "$T/negative.txt" ||
-  { cat "$T/negative.txt" >&2; fail "negative control: wrong complaint"; }
-pass "negative control: a one-byte corruption of big.bin is caught"
+ext4_negative_control "$T/export.img" "$T/corrupt.img"
