@@ -14,6 +14,7 @@
 
 #include "server/server.h"
 #include "server/transport.h"
+#include "server/txn_pool.h"
 
 struct conn_req;
 struct loop;
@@ -40,6 +41,7 @@ struct conn {
   unsigned inflight;           /* requests read and not yet replied to */
   size_t inflight_bytes;       /* their buffers (txn.h: TXN_INFLIGHT_BYTES_MAX) */
   atomic_uint failures;        /* requests that failed in the backing (log rate limit) */
+  struct txn_pool pool;        /* idle requests and buffers for reuse (txn_pool.h) */
   bool send_failed;            /* a reply could not be sent: stop reading */
   bool closing;                /* the reader is done: the writer exits once drained */
   struct conn_req *reply_head; /* replies ready to send, in completion order */

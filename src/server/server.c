@@ -87,6 +87,7 @@ static void *conn_main(void *arg)
   pthread_mutex_unlock(&s->lock);
   pthread_mutex_destroy(&c->lock);
   pthread_cond_destroy(&c->cond);
+  txn_pool_destroy(&c->pool);
   free(c);
   return NULL;
 }
@@ -129,6 +130,7 @@ int server_conn_start(struct server *s, int fd, const char *peer)
   snprintf(c->peer, sizeof c->peer, "%s", peer);
   pthread_mutex_init(&c->lock, NULL);
   pthread_cond_init(&c->cond, NULL);
+  txn_pool_init(&c->pool);
   set_recv_timeout(fd, s->handshake_timeout_s);
 
   pthread_mutex_lock(&s->lock);
@@ -156,6 +158,7 @@ int server_conn_start(struct server *s, int fd, const char *peer)
     s->nhandshaking--;
     pthread_mutex_unlock(&s->lock);
     close(fd);
+    txn_pool_destroy(&c->pool);
     free(c);
     return -rc;
   }

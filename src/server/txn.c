@@ -102,18 +102,14 @@ size_t txn_cost(const struct nbd_request *req, uint64_t payload)
 
 struct conn_req *txn_alloc(struct conn *c, const struct nbd_request *req, uint64_t payload)
 {
-  struct conn_req *r = calloc(1, sizeof *r);
   size_t bufsize = txn_cost(req, payload);
+  struct conn_req *r = txn_pool_get(&c->pool, bufsize);
   uint32_t extent_max = req->type == NBD_CMD_BLOCK_STATUS ? extent_max_of(req) : 0;
 
   if (r == NULL) {
     return NULL;
   }
   r->cost = bufsize;
-  if (bufsize > 0 && posix_memalign(&r->buf, 4096, bufsize) != 0) {
-    free(r);
-    return NULL;
-  }
   r->conn = c;
   r->req = *req;
   r->op.type = op_type_of(req->type);
@@ -136,7 +132,7 @@ struct conn_req *txn_alloc(struct conn *c, const struct nbd_request *req, uint64
 struct conn_req *txn_refusal(struct conn *c, const struct nbd_request *req, uint32_t error,
                              const char *message)
 {
-  struct conn_req *r = calloc(1, sizeof *r);
+  struct conn_req *r = txn_pool_get(&c->pool, 0);
 
   if (r == NULL) {
     return NULL;
@@ -318,6 +314,5 @@ size_t txn_data_length(const struct conn_req *r)
 
 void txn_free(struct conn_req *r)
 {
-  free(r->buf);
-  free(r);
+  txn_pool_put(&r->conn->pool, r);
 }

@@ -23,6 +23,7 @@ struct conn_req {
   struct conn *conn;
   struct nbd_request req;
   void *buf;            /* READ data, WRITE payload, BLOCK_STATUS extents; 4096-aligned */
+  size_t buf_cap;       /* bytes allocated at buf (txn_pool.c keeps buffers for reuse) */
   size_t cost;          /* bytes of buf: counted against the connection's byte budget */
   bool fenced;          /* fence_entry is registered with the export */
   struct fence_entry fence_entry;
@@ -78,7 +79,8 @@ void txn_reply_encode(struct conn_req *r, uint32_t error, const char *message);
 /* Bytes of r->buf that follow the header on the wire when r->send_data. */
 size_t txn_data_length(const struct conn_req *r);
 
-/* Frees r and its buffer. */
+/* Returns r and its buffer to the connection's pool (txn_pool.h), or frees them. Any
+ * thread; r's connection must still exist. */
 void txn_free(struct conn_req *r);
 
 #endif
