@@ -4,6 +4,7 @@
 #define DISKGATE_BACKING_FILE_IMPL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "backing/backing.h"
@@ -20,6 +21,9 @@ struct file_backing {
   pthread_cond_t gate_cond;
   unsigned gate_shared;
   bool gate_exclusive;
+  /* Inline page-cache writes (file_io.c, write_inline): CLOCK_MONOTONIC nanoseconds until
+   * which they are off because one took too long. */
+  _Atomic long long inline_off_until_ns;
 };
 
 /* The data path (file_io.c): vtable.submit. Contract as backing_submit(). */
