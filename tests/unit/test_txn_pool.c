@@ -1,0 +1,122 @@
+/* Unit tests of the per-connection request pool (src/server/txn_pool.c): reuse keeps the
+ * buffer and zeroes the rest, buffers grow to what a request needs (4096-aligned), and the
+ * idle pool stays within TXN_POOL_MAX requests, TXN_POOL_BYTES_MAX bytes and
+ * TXN_POOL_BUF_MAX per buffer. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "server/txn.h"
+#include "server/txn_pool.h"
+
+static void test_reuse_keeps_buffer_and_zeroes_fields(void **state)
+{
+  struct txn_pool p;
+  struct conn_req *r, *again;
+  void *buf;
+
+  (void)state;
+  txn_pool_init(&p);
+  r = txn_pool_get(&p, 4096);
+  assert_non_null(r);
+  assert_non_null(r->buf);
+  assert_int_equal((uintptr_t)r->buf % 4096, 0);
+  assert_true(r->buf_cap >= 4096);
+  buf = r->buf;
+  r->cost = 77;
+  r->fenced = true;
+  r->op.offset = 12345;
+  r->hdr_len = 16;
+  r->send_data = true;
+  txn_pool_put(&p, r);
+  assert_int_equal(p.count, 1);
+  again = txn_pool_get(&p, 512); /* smaller: the same buffer */
+  assert_ptr_equal(again, r);
+  assert_ptr_equal(again->buf, buf);
+  assert_int_equal(again->cost, 0);
+  assert_false(again->fenced);
+  assert_int_equal(again->op.offset, 0);
+  assert_int_equal(again->hdr_len, 0);
+  assert_false(again->send_data);
+  assert_null(again->next);
+  assert_int_equal(p.count, 0);
+  assert_int_equal(p.bytes, 0);
+  txn_pool_put(&p, again);
+  txn_pool_destroy(&p);
+}
+
+static void test_buffer_grows_when_needed(void **state)
+{
+  struct txn_pool p;
+  struct conn_req *r;
+
+  (void)state;
+  txn_pool_init(&p);
+  r = txn_pool_get(&p, 0);
+  assert_non_null(r);
+  assert_null(r->buf);
+  assert_int_equal(r->buf_cap, 0);
+  txn_pool_put(&p, r);
+  r = txn_pool_get(&p, 65536 + 1);
+  assert_non_null(r->buf);
+  assert_int_equal(r->buf_cap, 65536 + 4096); /* rounded up to 4096 */
+  memset(r->buf, 0xAB, 65537);                /* ASan: the whole size is usable */
+  txn_pool_put(&p, r);
+  assert_int_equal(p.bytes, 65536 + 4096);
+  txn_pool_destroy(&p);
+}
+
+static void test_bounds(void **state)
+{
+  struct txn_pool p;
+  struct conn_req *rs[TXN_POOL_MAX + 8];
+  struct conn_req *big;
+
+  (void)state;
+  txn_pool_init(&p);
+  /* A buffer over TXN_POOL_BUF_MAX is freed on put; the request itself is kept. */
+  big = txn_pool_get(&p, TXN_POOL_BUF_MAX + 4096);
+  assert_non_null(big);
+  txn_pool_put(&p, big);
+  assert_int_equal(p.count, 1);
+  assert_int_equal(p.bytes, 0);
+  big = txn_pool_get(&p, 0);
+  assert_null(big->buf);
+  txn_pool_put(&p, big);
+  /* More requests than TXN_POOL_MAX: the surplus is freed. */
+  for (size_t i = 0; i < TXN_POOL_MAX + 8; i++) {
+    rs[i] = txn_pool_get(&p, 0);
+    assert_non_null(rs[i]);
+  }
+  for (size_t i = 0; i < TXN_POOL_MAX + 8; i++) {
+    txn_pool_put(&p, rs[i]);
+  }
+  assert_int_equal(p.count, TXN_POOL_MAX);
+  txn_pool_destroy(&p);
+  /* Idle buffer bytes stay within TXN_POOL_BYTES_MAX. */
+  txn_pool_init(&p);
+  for (size_t i = 0; i < 24; i++) {
+    rs[i] = txn_pool_get(&p, TXN_POOL_BUF_MAX);
+    assert_non_null(rs[i]);
+  }
+  for (size_t i = 0; i < 24; i++) {
+    txn_pool_put(&p, rs[i]);
+  }
+  assert_true(p.bytes <= TXN_POOL_BYTES_MAX);
+  assert_int_equal(p.bytes, (size_t)TXN_POOL_BYTES_MAX / TXN_POOL_BUF_MAX * TXN_POOL_BUF_MAX);
+  txn_pool_destroy(&p);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_reuse_keeps_buffer_and_zeroes_fields),
+    cmocka_unit_test(test_buffer_grows_when_needed),
+    cmocka_unit_test(test_bounds),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
