@@ -390,6 +390,14 @@ bool conn_loop_advance(struct conn *c)
   parse(c);
   post_send(c);
   post_recv(c);
+  if (lc->reading_done && lc->payload_req != NULL && !lc->recv_posted) {
+    /* A WRITE cut short after reading stopped (a failed send, with payload bytes that
+     * arrived in the same batch): it will never be submitted. */
+    lc->inflight_bytes -= lc->payload_req->cost;
+    txn_free(lc->payload_req);
+    lc->payload_req = NULL;
+    lc->inflight--;
+  }
   if (lc->reading_done && lc->inflight == 0 && !lc->send_posted && !lc->recv_posted &&
       lc->sendq == NULL) {
     free(lc->rbuf);

@@ -121,6 +121,37 @@ def slow_reader(sock, pid):
     return bad  # kept open by the caller's process until SIGTERM
 
 
+def cut_writes(sock):
+    """A WRITE whose payload was cut short by a peer that also stopped reading its replies:
+    when the failed send and the last payload bytes completed in one batch, the loop left
+    the half-received WRITE counted in flight and the connection never ended (SIGTERM then
+    hung forever)."""
+    import random
+    import socket
+    import struct
+    import threading
+
+    def one(seed):
+        rnd = random.Random(seed)
+        for it in range(40):
+            c = rawnbd.Client(sock)
+            c.go()
+            for k in range(rnd.randrange(5)):
+                ln = rnd.choice([4096, 1 << 20, 65536])
+                c.request(1, 0, ln, cookie=k, payload=os.urandom(ln))
+                c.request(0, 0, ln, cookie=100 + k)
+            ln = rnd.choice([4096, 1 << 20, 300000, 8 << 20])
+            c.s.sendall(rawnbd.request_header(1, 99, 4096, ln) + os.urandom(rnd.randrange(ln)))
+            if rnd.random() < 0.5:
+                c.s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            c.s.close()
+    ts = [threading.Thread(target=one, args=(i,)) for i in range(6)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+
+
 if __name__ == "__main__":
     check = sys.argv[1]
     if check == "slow_reader":

@@ -55,6 +55,23 @@ for engine in uring threads; do
   kill "$SLOW_PID" 2>/dev/null || true
   wait "$SLOW_PID" 2>/dev/null || true
 done
+# 9. WRITEs cut short by peers that stopped reading their replies: every connection must
+#    end, so SIGTERM exits promptly (the loop used to keep such a connection forever).
+truncate -s 64M "$T/cut.img"
+for engine in uring threads; do
+  DG_ENGINE=$engine dg_start "$T/cut.img"
+  $PY "$R" cut_writes "$DG_SOCK" || fail "cut writes ($engine)"
+  sleep 1
+  start=$(date +%s)
+  kill -TERM "$DG_PID"
+  ( sleep 30; kill -KILL "$DG_PID" 2>/dev/null ) &
+  watchdog=$!
+  rc=0; wait "$DG_PID" || rc=$?
+  kill "$watchdog" 2>/dev/null || true
+  took=$(( $(date +%s) - start ))
+  assert_eq "$rc" 0 "exit status after SIGTERM following cut writes ($engine)"
+  [ "$took" -le 3 ] || fail "SIGTERM took $took s after cut writes ($engine): a connection never ended"
+done
 # 8. Large requests must not mmap and munmap their buffer each time (glibc's default
 #    threshold made every 1 MiB request a fresh mapping: a page-fault storm). glibc's malloc
 #    only: under AddressSanitizer its own allocator serves every allocation.
