@@ -42,6 +42,7 @@ static int export_alloc(const char *name, bool read_only, enum sync_mode sync,
   e->preferred_block = 4096;
   atomic_init(&e->sync_failed, false);
   atomic_init(&e->attached, false);
+  atomic_init(&e->attaching, false);
   pthread_mutex_init(&e->attach_lock, NULL);
   fence_init(&e->fence);
   *out = e;
@@ -150,7 +151,9 @@ int export_attach(struct export *e)
     rc = e->attach_error;
   } else {
     log_info("export '%s': opening %s (first NBD_OPT_GO)", e->name, e->spec);
+    atomic_store(&e->attaching, true);
     rc = backing_open(e->spec, &e->opts, &b);
+    atomic_store(&e->attaching, false);
     if (rc == 0) {
       rc = export_take_backing(e, b);
       if (rc < 0) {

@@ -36,6 +36,7 @@ struct export {
   char *spec;
   struct backing_options opts;
   atomic_bool attached;
+  atomic_bool attaching;   /* export_attach is inside backing_open (shutdown may give up on it) */
   pthread_mutex_t attach_lock;
   int attach_error;               /* -errno of the last failed attach, under attach_lock */
   struct timespec attach_failed_at; /* CLOCK_MONOTONIC, under attach_lock */

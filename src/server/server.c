@@ -187,7 +187,7 @@ unsigned server_reap_handshakes(struct server *s)
   return n;
 }
 
-void server_conns_drain(struct server *s)
+bool server_conns_drain(struct server *s)
 {
   struct timespec deadline;
 
@@ -219,10 +219,32 @@ void server_conns_drain(struct server *s)
       break;
     }
   }
+  /* Every connection is shut down now and ends as soon as its thread runs, except a
+   * handshake thread inside a lazy export's backing_open (export_attach): librados may
+   * wait minutes for a cluster that does not answer, and cannot be interrupted. Such a
+   * thread is given SERVER_SHUTDOWN_SEND_S more seconds, then abandoned: nothing was
+   * acknowledged through an export that never opened. */
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += SERVER_SHUTDOWN_SEND_S;
   while (s->nconns > 0) {
-    pthread_cond_wait(&s->cond, &s->lock);
+    if (pthread_cond_timedwait(&s->cond, &s->lock, &deadline) == ETIMEDOUT) {
+      const struct export *stuck = NULL;
+      for (size_t i = 0; i < s->nexports; i++) {
+        if (atomic_load(&s->exports[i]->attaching)) {
+          stuck = s->exports[i];
+        }
+      }
+      if (stuck != NULL) {
+        log_warn("export '%s': still opening %s (the cluster does not answer); exiting "
+                 "without waiting for it", stuck->name, stuck->spec);
+        pthread_mutex_unlock(&s->lock);
+        return false;
+      }
+      deadline.tv_sec += SERVER_SHUTDOWN_SEND_S;
+    }
   }
   pthread_mutex_unlock(&s->lock);
+  return true;
 }
 
 void server_destroy(struct server *s)

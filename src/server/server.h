@@ -59,8 +59,12 @@ unsigned server_reap_handshakes(struct server *s);
 /* Shuts down: for up to SERVER_SHUTDOWN_GRACE_S connections keep running but new requests
  * get NBD_ESHUTDOWN (and options NBD_REP_ERR_SHUTDOWN); then reading stops on every
  * connection, in-flight requests finish and are replied to, and this waits until all
- * connection threads have ended. Main thread, after the listeners closed. */
-void server_conns_drain(struct server *s);
+ * connection threads have ended. Returns true then; false when, SERVER_SHUTDOWN_SEND_S
+ * after that, a handshake thread is still opening a lazy export's backing (a cluster
+ * that does not answer): that thread still uses the export, so the caller must not
+ * destroy the server and exits the process instead (nothing was acknowledged through an
+ * export that never opened). Main thread, after the listeners closed. */
+bool server_conns_drain(struct server *s);
 
 /* Frees the exports and the server's state. Main thread, after server_conns_drain. */
 void server_destroy(struct server *s);

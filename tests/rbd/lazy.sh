@@ -72,3 +72,30 @@ done
 assert_eq "$(grep -c "rbd:rbd/later attached" "$DG_LOG")" 1 "opens for 6 concurrent clients"
 dg_stop
 pass "6 concurrent first clients: one open"
+
+# SIGTERM while the first open waits for a monitor that does not answer (paused): the
+# open cannot be interrupted, so shutdown gives up on it after its deadlines (1 + 5 + 5 s)
+# and exits 0 with one line, instead of waiting for librados' own timeouts (minutes).
+rbd_serve --export vm rbd:rbd/later
+mon=$(awk '$2 == "ceph-mon" { print $1; exit }' "$CL/pids")
+[ -n "$mon" ] || fail "no ceph-mon in $CL/pids"
+kill -STOP "$mon"
+timeout 60 nbdinfo --size "nbd+unix:///vm?socket=$DG_SOCK" >/dev/null 2>&1 &
+client=$!
+for _ in $(seq 1 50); do
+  grep -q "opening rbd:rbd/later" "$DG_LOG" && break
+  sleep 0.1
+done
+grep -q "opening rbd:rbd/later" "$DG_LOG" || { kill -CONT "$mon"; fail "the open did not start"; }
+start=$SECONDS
+kill -TERM "$DG_PID"
+rc=0
+timeout 30 tail --pid="$DG_PID" -f /dev/null || rc=$?
+took=$((SECONDS - start))
+kill -CONT "$mon"
+wait "$client" 2>/dev/null || true
+[ "$rc" -eq 0 ] || { cat "$DG_LOG" >&2; fail "diskgate still running 30 s after SIGTERM"; }
+rc=0; wait "$DG_PID" || rc=$?
+assert_eq "$rc" 0 "exit status after SIGTERM during a stalled open"
+grep -q "still opening rbd:rbd/later" "$DG_LOG" || { cat "$DG_LOG" >&2; fail "no log line"; }
+pass "SIGTERM during an open stalled on the monitor: exit 0 after ${took} s"
