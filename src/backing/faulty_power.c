@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/fdio.h"
 #include "util/log.h"
 
 static bool is_mutating(enum backing_op_type t)
@@ -22,26 +23,6 @@ static bool is_mutating(enum backing_op_type t)
 }
 
 /* ---- small file helpers ---- */
-
-static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
-{
-  while (len > 0) {
-    ssize_t n = pwrite(fd, buf, len, (off_t)off);
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return -errno;
-    }
-    if (n == 0) {
-      return -ENOSPC;
-    }
-    buf = (const char *)buf + n;
-    len -= (size_t)n;
-    off += (uint64_t)n;
-  }
-  return 0;
-}
 
 static int zero_range(int fd, uint64_t off, uint64_t len)
 {
@@ -58,7 +39,7 @@ static int zero_range(int fd, uint64_t off, uint64_t len)
   }
   while (len > 0 && rc == 0) {
     size_t n = len < ZERO_CHUNK ? (size_t)len : ZERO_CHUNK;
-    rc = pwrite_all(fd, zero, n, off);
+    rc = fdio_pwrite_full(fd, zero, n, off);
     off += n;
     len -= n;
   }
@@ -101,15 +82,15 @@ static int copy_sparse(int src, int dst)
     }
     for (off_t p = data; p < hole && rc == 0;) {
       size_t want = (size_t)(hole - p) < ZERO_CHUNK ? (size_t)(hole - p) : ZERO_CHUNK;
-      ssize_t n = pread(src, buf, want, p);
+      ssize_t n = fdio_pread_full(src, buf, want, (uint64_t)p);
       if (n < 0) {
-        rc = errno == EINTR ? 0 : -errno;
+        rc = (int)n;
         continue;
       }
       if (n == 0) {
         break;
       }
-      rc = pwrite_all(dst, buf, (size_t)n, (uint64_t)p);
+      rc = fdio_pwrite_full(dst, buf, (size_t)n, (uint64_t)p);
       p += n;
     }
     pos = hole;
@@ -120,7 +101,7 @@ static int copy_sparse(int src, int dst)
 
 static int pw_apply(int fd, const struct pw *w)
 {
-  return w->data != NULL ? pwrite_all(fd, w->data, (size_t)w->len, w->off)
+  return w->data != NULL ? fdio_pwrite_full(fd, w->data, (size_t)w->len, w->off)
                          : zero_range(fd, w->off, w->len);
 }
 

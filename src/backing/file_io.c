@@ -19,6 +19,7 @@
 
 #include "backing/file_impl.h"
 #include "util/bytes.h"
+#include "util/fdio.h"
 #include "util/log.h"
 
 enum { GATE_NONE, GATE_SHARED, GATE_EXCLUSIVE };
@@ -72,44 +73,6 @@ static void op_finish(struct backing_op *op, int result)
 
 /* ---- blocking helpers, run on engine workers ---- */
 
-static ssize_t pread_full(int fd, void *buf, size_t len, uint64_t off)
-{
-  size_t done = 0;
-  while (done < len) {
-    ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return -errno;
-    }
-    if (n == 0) {
-      break; /* end of file */
-    }
-    done += (size_t)n;
-  }
-  return (ssize_t)done;
-}
-
-static int pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
-{
-  size_t done = 0;
-  while (done < len) {
-    ssize_t n = pwrite(fd, (const char *)buf + done, len - done, (off_t)(off + done));
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return -errno;
-    }
-    if (n == 0) {
-      return -ENOSPC;
-    }
-    done += (size_t)n;
-  }
-  return 0;
-}
-
 static int sync_for_fua(struct file_backing *fb, const struct backing_op *op)
 {
   if (!(op->flags & BACKING_FLAG_FUA) || fb->base.opts.sync == SYNC_NONE) {
@@ -136,10 +99,10 @@ static ssize_t rmw_call(void *arg)
     /* The file's tail is not a whole aligned block: O_DIRECT cannot address it without
      * growing the file, so the page-cache fd serves it. */
     if (op->type == BACKING_OP_READ) {
-      n = pread_full(fb->fd_buffered, op->buf, op->length, op->offset);
+      n = fdio_pread_full(fb->fd_buffered, op->buf, op->length, op->offset);
       rc = n < 0 ? (int)n : ((uint64_t)n < op->length ? -EIO : 0);
     } else {
-      rc = pwrite_full(fb->fd_buffered, op->buf, op->length, op->offset);
+      rc = fdio_pwrite_full(fb->fd_buffered, op->buf, op->length, op->offset);
     }
     return rc < 0 ? rc : sync_for_fua(fb, op);
   }
@@ -147,7 +110,7 @@ static ssize_t rmw_call(void *arg)
     return -ENOMEM;
   }
   if (op->type == BACKING_OP_READ) {
-    n = pread_full(fb->fd, bounce, span, start);
+    n = fdio_pread_full(fb->fd, bounce, span, start);
     rc = n < 0 ? (int)n : ((uint64_t)n < span ? -EIO : 0);
     if (rc == 0) {
       memcpy(op->buf, (char *)bounce + (op->offset - start), op->length);
@@ -155,16 +118,16 @@ static ssize_t rmw_call(void *arg)
   } else {
     /* Read the partly covered first and last blocks, patch, write the span back. */
     if (op->offset != start) {
-      n = pread_full(fb->fd, bounce, align, start);
+      n = fdio_pread_full(fb->fd, bounce, align, start);
       rc = n < 0 ? (int)n : ((uint64_t)n < align ? -EIO : 0);
     }
     if (rc == 0 && op->offset + op->length != end && (end - align > start || op->offset == start)) {
-      n = pread_full(fb->fd, (char *)bounce + span - align, align, end - align);
+      n = fdio_pread_full(fb->fd, (char *)bounce + span - align, align, end - align);
       rc = n < 0 ? (int)n : ((uint64_t)n < align ? -EIO : 0);
     }
     if (rc == 0) {
       memcpy((char *)bounce + (op->offset - start), op->buf, op->length);
-      rc = pwrite_full(fb->fd, bounce, span, start);
+      rc = fdio_pwrite_full(fb->fd, bounce, span, start);
     }
     if (rc == 0) {
       rc = sync_for_fua(fb, op);
@@ -185,7 +148,7 @@ static int write_zeroes_plain(struct file_backing *fb, uint64_t off, uint64_t le
   }
   while (len > 0 && rc == 0) {
     size_t n = len < ZERO_CHUNK ? (size_t)len : ZERO_CHUNK;
-    rc = pwrite_full(fb->fd_buffered, zero, n, off);
+    rc = fdio_pwrite_full(fb->fd_buffered, zero, n, off);
     off += n;
     len -= n;
   }
@@ -249,11 +212,11 @@ static int block_edge_zero(struct file_backing *fb, uint64_t off, uint64_t len)
   if (posix_memalign(&bounce, 4096, lbs) != 0) {
     return -ENOMEM;
   }
-  ssize_t n = pread_full(fb->fd, bounce, lbs, start);
+  ssize_t n = fdio_pread_full(fb->fd, bounce, lbs, start);
   rc = n < 0 ? (int)n : ((uint64_t)n < lbs ? -EIO : 0);
   if (rc == 0) {
     memset((char *)bounce + (off - start), 0, len);
-    rc = pwrite_full(fb->fd, bounce, lbs, start);
+    rc = fdio_pwrite_full(fb->fd, bounce, lbs, start);
   }
   free(bounce);
   return rc;
