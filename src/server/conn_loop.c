@@ -271,13 +271,7 @@ void conn_loop_on_recv(struct conn *c, int32_t res)
     } else {
       reading_stop(c, NULL);
     }
-    if (lc->payload_req != NULL) { /* a WRITE cut short: never submitted */
-      lc->inflight_bytes -= lc->payload_req->cost;
-      txn_free(lc->payload_req);
-      lc->payload_req = NULL;
-      lc->inflight--;
-    }
-    return;
+    return; /* a WRITE cut short is dropped by conn_loop_advance (payload_abandon) */
   }
   if (lc->payload_req != NULL) {
     lc->payload_got += (uint64_t)res;
@@ -383,6 +377,17 @@ void conn_loop_on_send(struct conn *c, int32_t res)
   sending_release(c);
 }
 
+/* Drops a WRITE whose payload will never arrive whole: reading stopped (EOF, an error, a
+ * failed send, shutdown) with no RECV posted. It was never submitted. The one place for
+ * this, whichever way reading stopped. */
+static void payload_abandon(struct lconn *lc)
+{
+  lc->inflight_bytes -= lc->payload_req->cost;
+  txn_free(lc->payload_req);
+  lc->payload_req = NULL;
+  lc->inflight--;
+}
+
 bool conn_loop_advance(struct conn *c)
 {
   struct lconn *lc = c->loop_state;
@@ -391,12 +396,7 @@ bool conn_loop_advance(struct conn *c)
   post_send(c);
   post_recv(c);
   if (lc->reading_done && lc->payload_req != NULL && !lc->recv_posted) {
-    /* A WRITE cut short after reading stopped (a failed send, with payload bytes that
-     * arrived in the same batch): it will never be submitted. */
-    lc->inflight_bytes -= lc->payload_req->cost;
-    txn_free(lc->payload_req);
-    lc->payload_req = NULL;
-    lc->inflight--;
+    payload_abandon(lc);
   }
   if (lc->reading_done && lc->inflight == 0 && !lc->send_posted && !lc->recv_posted &&
       lc->sendq == NULL) {
