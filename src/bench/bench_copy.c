@@ -12,6 +12,7 @@
 
 #include "bench/bench_blockdev.h"
 #include "bench/bench_copy.h"
+#include "bench/bench_env.h"
 #include "bench/bench_proc.h"
 #include "bench/bench_util.h"
 
@@ -73,15 +74,6 @@ static int read_manifest(const char *path, uint64_t *bytes, unsigned *files, uin
   return 0;
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-  (void)sb;
-  (void)flag;
-  (void)ftw;
-  remove(path);
-  return 0;
-}
-
 int bench_copy_make_tree(struct bench_env *env)
 {
   const size_t cap = 1u << 20;
@@ -98,7 +90,7 @@ int bench_copy_make_tree(struct bench_env *env)
     env->tree_files = files;
     return 0;
   }
-  nftw(env->tree, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+  bench_env_remove_tree(env->tree);
   unlink(manifest);
   if (mkdir(env->tree, 0755) < 0) {
     return -errno;

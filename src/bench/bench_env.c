@@ -240,16 +240,21 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
   return 0;
 }
 
+void bench_env_remove_tree(const char *path)
+{
+  nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 void bench_env_cleanup(struct bench_env *env)
 {
   if (env->work[0] != '\0') {
-    nftw(env->work, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    bench_env_remove_tree(env->work);
     env->work[0] = '\0';
   }
   if (!env->opts->keep) {
     if (env->need_file) {
       unlink(env->file);
     }
-    nftw(env->tree, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    bench_env_remove_tree(env->tree);
   }
 }

@@ -60,4 +60,8 @@ void bench_env_out_path(const struct bench_env *env, const char *sub, const char
  * unless --keep. The RBD side is bench_rbd_cleanup()'s: call that first. */
 void bench_env_cleanup(struct bench_env *env);
 
+/* Removes path and everything below it (depth first, not following symlinks); errors are
+ * ignored (a missing tree is fine). */
+void bench_env_remove_tree(const char *path);
+
 #endif
