@@ -187,36 +187,52 @@ unsigned server_reap_handshakes(struct server *s)
   return n;
 }
 
-bool server_conns_drain(struct server *s)
+/* Waits up to `seconds` for every connection thread to end. Returns true when none is
+ * left. Under s->lock. */
+static bool conns_wait(struct server *s, int seconds)
 {
   struct timespec deadline;
+
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += seconds;
+  while (s->nconns > 0) {
+    if (pthread_cond_timedwait(&s->cond, &s->lock, &deadline) == ETIMEDOUT) {
+      return s->nconns == 0;
+    }
+  }
+  return true;
+}
+
+/* The export a handshake thread is still opening (export_attach), or NULL. */
+static const struct export *export_attaching(const struct server *s)
+{
+  for (size_t i = 0; i < s->nexports; i++) {
+    if (atomic_load(&s->exports[i]->attaching)) {
+      return s->exports[i];
+    }
+  }
+  return NULL;
+}
+
+bool server_conns_drain(struct server *s)
+{
+  const struct export *stuck;
 
   /* A grace period: connections keep being read, new requests get NBD_ESHUTDOWN and
    * options NBD_REP_ERR_SHUTDOWN (spec rule 34), so clients can disconnect cleanly. */
   atomic_store(&s->stopping, true);
-  clock_gettime(CLOCK_REALTIME, &deadline);
-  deadline.tv_sec += SERVER_SHUTDOWN_GRACE_S;
   pthread_mutex_lock(&s->lock);
-  while (s->nconns > 0) {
-    if (pthread_cond_timedwait(&s->cond, &s->lock, &deadline) == ETIMEDOUT) {
-      break;
-    }
-  }
+  conns_wait(s, SERVER_SHUTDOWN_GRACE_S);
   for (struct conn *c = s->conns; c != NULL; c = c->next) {
     shutdown(c->transport.fd, SHUT_RD); /* readers see EOF; in-flight replies still go out */
   }
   /* A client that does not read its replies would hold shutdown forever: after
    * SERVER_SHUTDOWN_SEND_S, its replies are dropped (in-flight I/O still completes). */
-  clock_gettime(CLOCK_REALTIME, &deadline);
-  deadline.tv_sec += SERVER_SHUTDOWN_SEND_S;
-  while (s->nconns > 0) {
-    if (pthread_cond_timedwait(&s->cond, &s->lock, &deadline) == ETIMEDOUT) {
-      for (struct conn *c = s->conns; c != NULL; c = c->next) {
-        log_warn("%s: replies not read within %d s of shutdown; dropping them", c->peer,
-                 SERVER_SHUTDOWN_SEND_S);
-        shutdown(c->transport.fd, SHUT_RDWR);
-      }
-      break;
+  if (!conns_wait(s, SERVER_SHUTDOWN_SEND_S)) {
+    for (struct conn *c = s->conns; c != NULL; c = c->next) {
+      log_warn("%s: replies not read within %d s of shutdown; dropping them", c->peer,
+               SERVER_SHUTDOWN_SEND_S);
+      shutdown(c->transport.fd, SHUT_RDWR);
     }
   }
   /* Every connection is shut down now and ends as soon as its thread runs, except a
@@ -224,23 +240,13 @@ bool server_conns_drain(struct server *s)
    * wait minutes for a cluster that does not answer, and cannot be interrupted. Such a
    * thread is given SERVER_SHUTDOWN_SEND_S more seconds, then abandoned: nothing was
    * acknowledged through an export that never opened. */
-  clock_gettime(CLOCK_REALTIME, &deadline);
-  deadline.tv_sec += SERVER_SHUTDOWN_SEND_S;
-  while (s->nconns > 0) {
-    if (pthread_cond_timedwait(&s->cond, &s->lock, &deadline) == ETIMEDOUT) {
-      const struct export *stuck = NULL;
-      for (size_t i = 0; i < s->nexports; i++) {
-        if (atomic_load(&s->exports[i]->attaching)) {
-          stuck = s->exports[i];
-        }
-      }
-      if (stuck != NULL) {
-        log_warn("export '%s': still opening %s (the cluster does not answer); exiting "
-                 "without waiting for it", stuck->name, stuck->spec);
-        pthread_mutex_unlock(&s->lock);
-        return false;
-      }
-      deadline.tv_sec += SERVER_SHUTDOWN_SEND_S;
+  while (!conns_wait(s, SERVER_SHUTDOWN_SEND_S)) {
+    stuck = export_attaching(s);
+    if (stuck != NULL) {
+      log_warn("export '%s': still opening %s (the cluster does not answer); exiting "
+               "without waiting for it", stuck->name, stuck->spec);
+      pthread_mutex_unlock(&s->lock);
+      return false;
     }
   }
   pthread_mutex_unlock(&s->lock);
