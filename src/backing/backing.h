@@ -74,7 +74,14 @@ struct backing_geometry {
   bool can_extents;   /* BLOCK_STATUS supported; else the server reports all data */
   bool can_cache;     /* CACHE supported; else the server acknowledges it as a no-op */
   bool can_fast_zero; /* FAST_ZERO honoured */
+  /* FLUSHes that may run at once, each on its own sync_channel 0..sync_channels-1, with
+   * every channel reporting a writeback error to its own next sync (Linux errseq is per
+   * open file description). 0 or 1: one FLUSH at a time. At most BACKING_SYNC_CHANNELS. */
+  uint32_t sync_channels;
 };
+
+/* The most sync channels a backing offers (server/durability.c runs that many syncs). */
+#define BACKING_SYNC_CHANNELS 4
 
 struct backing_op {
   enum backing_op_type type;
@@ -102,6 +109,9 @@ struct backing_op {
   uint64_t progress;
   struct backing *owner;
   uint32_t gate;      /* file backing: which gate the op holds (file_io.c) */
+  /* FLUSH: the channel to sync on, < geo.sync_channels (or 0). The caller runs at most one
+   * FLUSH per channel at a time (see geo.sync_channels). */
+  uint32_t sync_channel;
 };
 
 struct backing;

@@ -181,6 +181,7 @@ static int faulty_submit(struct backing *b, struct backing_op *op)
   f->fb = fb;
   f->iop.type = op->type;
   f->iop.flags = op->flags;
+  f->iop.sync_channel = op->sync_channel;
   f->iop.offset = op->offset;
   f->iop.length = op->length;
   f->iop.buf = op->buf;

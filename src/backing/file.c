@@ -160,6 +160,40 @@ static int probe_geometry(struct file_backing *fb, const struct stat *st)
   return rc;
 }
 
+/* Opens the sync channels (file_impl.h: sync_fd): one per BACKING_SYNC_CHANNELS when the
+ * backing is writable and syncs, else only channel 0 (fd). Each extra channel is a new open
+ * file description of the same file (through /proc/self/fd, so the very inode the checks
+ * saw), read-only: fsync and fdatasync need no write access. Returns 0 or -errno. */
+static int sync_channels_open(struct file_backing *fb)
+{
+  unsigned n = fb->base.opts.read_only || fb->base.opts.sync == SYNC_NONE
+                   ? 1
+                   : BACKING_SYNC_CHANNELS;
+  char fdpath[64];
+
+  fb->sync_fd[0] = fb->fd;
+  snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fb->fd_buffered);
+  for (unsigned i = 1; i < n; i++) {
+    fb->sync_fd[i] = open(fdpath, O_RDONLY | O_CLOEXEC);
+    if (fb->sync_fd[i] < 0) {
+      return -errno;
+    }
+  }
+  fb->base.geo.sync_channels = n;
+  return 0;
+}
+
+/* Closes the channels sync_channels_open opened (not fd itself). */
+static void sync_channels_close(struct file_backing *fb)
+{
+  for (unsigned i = 1; i < BACKING_SYNC_CHANNELS; i++) {
+    if (fb->sync_fd[i] >= 0) {
+      close(fb->sync_fd[i]);
+      fb->sync_fd[i] = -1;
+    }
+  }
+}
+
 int backing_file_open(const char *path, const struct backing_options *opts,
                       struct backing **out)
 {
@@ -178,6 +212,9 @@ int backing_file_open(const char *path, const struct backing_options *opts,
   fb->base.vt = &file_vtable;
   fb->base.opts = *opts;
   fb->fd = -1;
+  for (unsigned i = 0; i < BACKING_SYNC_CHANNELS; i++) {
+    fb->sync_fd[i] = -1;
+  }
   fb->fd_buffered = open_checked(path, flags);
   if (fb->fd_buffered < 0) {
     rc = fb->fd_buffered;
@@ -216,6 +253,10 @@ int backing_file_open(const char *path, const struct backing_options *opts,
   if (rc < 0) {
     goto fail;
   }
+  rc = sync_channels_open(fb);
+  if (rc < 0) {
+    goto fail;
+  }
   pthread_mutex_init(&fb->gate_lock, NULL);
   pthread_cond_init(&fb->gate_cond, NULL);
   /* A description for clients, which never reveals the host's paths. */
@@ -229,6 +270,7 @@ int backing_file_open(const char *path, const struct backing_options *opts,
   return 0;
 
 fail:
+  sync_channels_close(fb);
   if (fb->fd >= 0 && fb->fd != fb->fd_buffered) {
     close(fb->fd);
   }
@@ -246,6 +288,7 @@ static void file_close(struct backing *b)
   if (!fb->base.opts.read_only && fb->base.opts.sync != SYNC_NONE) {
     fdatasync(fb->fd_buffered); /* a last sync at shutdown: nothing is left only in cache */
   }
+  sync_channels_close(fb);
   if (fb->fd != fb->fd_buffered) {
     close(fb->fd);
   }

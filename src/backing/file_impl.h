@@ -13,6 +13,10 @@ struct file_backing {
   struct backing base;
   int fd;          /* the data fd: O_DIRECT under --cache direct */
   int fd_buffered; /* page-cache fd for what O_DIRECT cannot address (a file's tail) */
+  /* FLUSH on channel i syncs sync_fd[i]: [0] is fd, the others are open file descriptions
+   * of their own (read-only; -1 when unused), so each channel sees every writeback error
+   * (geo.sync_channels, backing.h). */
+  int sync_fd[BACKING_SYNC_CHANNELS];
   bool is_block;   /* block device: BLKDISCARD / BLKZEROOUT / fallocate on the device */
   bool is_regular;
   /* Read-modify-write gate: unaligned writes (and zeroing of partial blocks) run

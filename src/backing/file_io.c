@@ -504,6 +504,10 @@ int file_io_submit(struct backing *b, struct backing_op *op)
       op->done(op, 0);
       return 0;
     }
+    if (op->sync_channel >= BACKING_SYNC_CHANNELS || fb->sync_fd[op->sync_channel] < 0) {
+      return -EINVAL;
+    }
+    req->fd = fb->sync_fd[op->sync_channel];
     req->opcode = fb->base.opts.sync == SYNC_FSYNC ? ENGINE_FSYNC : ENGINE_FDATASYNC;
     req->complete = call_complete;
     break;

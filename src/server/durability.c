@@ -4,25 +4,34 @@
  *   write_gen     G: raised once per WRITE/TRIM/WRITE_ZEROES completion in the backing,
  *                 before that request's reply is queued or it waits for its sync
  *                 (mutate_done, fua_write_done).
- *   running       a sync is in flight; it was started when G was running_gen.
- *   current       requests waiting for the running sync (each needs a sync started at
- *                 G >= its need, and running_gen >= need held when it joined).
- *   next          requests that need a newer sync than the running one; they all share the
- *                 sync started when the running one completes (at the G of that moment,
- *                 which is >= every need in the list because G only grows).
- *   synced_gen    running_gen of the last successful sync: a FLUSH with need <= synced_gen
- *                 is already covered and is replied to at once.
+ *   slot[i]       up to nslots syncs in flight at once. A running slot's sync was started
+ *                 when G was slot.gen; its `waiters` each need a sync started at G >= their
+ *                 need, and slot.gen >= need held when they joined.
+ *   next          requests that need a newer sync than every running one while every slot
+ *                 runs; they all share the sync started in the first slot that frees (at
+ *                 the G of that moment, >= every need in the list because G only grows).
+ *   synced_gen    the largest gen of a successful sync: a FLUSH with need <= synced_gen is
+ *                 already covered and is replied to at once; when a sync completes, the
+ *                 waiters of every other running slot with gen <= synced_gen are covered
+ *                 too and are completed with it (a later sync may finish first).
  *
  * Invariant (checked by tests/durability/test_durability.c against the event log of the
  * fault-injecting backing): a request with need g completes successfully only after a
- * sync whose running_gen >= g completed successfully; running_gen is read when the sync is
- * decided, before it is submitted, so every write counted in it had completed before the
- * sync started. A failed sync fails every request waiting for it and, being sticky, every
- * request after it; no sync is started after a failure.
+ * sync whose gen >= g completed successfully; gen is read when the sync is decided, before
+ * it is submitted, so every write counted in it had completed before the sync started.
+ * Each sync makes durable what completed before it started, whatever else runs (POSIX
+ * fsync), so overlapping syncs keep it. A failed sync fails every request waiting for any
+ * slot and, being sticky, every request after it; no sync is started after a failure.
+ *
+ * Why one channel per slot (backing_op.sync_channel): Linux reports a writeback error to
+ * each open file description once (errseq). Two syncs on one description at once could
+ * let the first consume an error and the second return 0 for the lost data; the file
+ * backing gives every channel its own description, so each sync sees every error since the
+ * previous sync on its channel, and channels never sync concurrently with themselves.
  *
  * Waiting requests are linked through op->ereq.next: while a request waits here it is not
- * submitted to any backing, so the backing-private fields are free. The sync itself uses
- * the export's own op (sync_op), never a client's.
+ * submitted to any backing, so the backing-private fields are free. A sync uses its
+ * slot's own op (sync_op), never a client's.
  */
 #include "server/durability.h"
 
@@ -40,16 +49,25 @@ struct waitq {
   struct backing_op *head, *tail;
 };
 
+/* One sync channel: a sync in flight (running), started when G was `gen`. */
+struct gc_slot {
+  struct group_commit *gc;
+  unsigned channel; /* backing_op.sync_channel of its syncs */
+  bool running;
+  uint64_t gen;
+  struct waitq waiters;
+  struct backing_op sync_op;
+};
+
 struct group_commit {
   struct export *export;
   pthread_mutex_t lock;
   _Atomic uint64_t write_gen;
-  bool running;
-  uint64_t running_gen;
+  unsigned running; /* slots running */
+  struct gc_slot slot[BACKING_SYNC_CHANNELS];
   bool have_synced;
   uint64_t synced_gen;
-  struct waitq current, next;
-  struct backing_op sync_op;
+  struct waitq next;
   struct durability_stats stats; /* under lock, except write_gen */
 };
 
@@ -70,6 +88,10 @@ int durability_export_open(struct export *e)
   gc->export = e;
   pthread_mutex_init(&gc->lock, NULL);
   atomic_init(&gc->write_gen, 0);
+  for (unsigned i = 0; i < BACKING_SYNC_CHANNELS; i++) {
+    gc->slot[i].gc = gc;
+    gc->slot[i].channel = i;
+  }
   e->group_commit = gc;
   return 0;
 }
@@ -131,7 +153,7 @@ static void waitq_append(struct waitq *q, struct waitq *more)
   more->head = more->tail = NULL;
 }
 
-/* Completes every request of q (taken out from under the lock) with result. */
+/* Completes every request of the list starting at op (taken out from under the lock). */
 static void waitq_complete(struct backing_op *op, int result)
 {
   while (op != NULL) {
@@ -154,82 +176,123 @@ static void sync_failed_mark(struct export *e, int result)
   }
 }
 
-static void sync_finish(struct group_commit *gc, int result, bool synced);
+static void sync_finish(struct gc_slot *slot, int result, bool synced);
 
 static void sync_done(struct backing_op *sop, int result)
 {
   sync_finish(sop->opaque, result, true);
 }
 
-/* Submits the export's sync. gc->running is set and running_gen read by the caller, under
- * the lock; this runs without it. */
-static void sync_start(struct group_commit *gc)
+/* How many slots the export's backing lets run at once (geo.sync_channels), 1.. */
+static unsigned slots_of(const struct group_commit *gc)
 {
-  struct backing_op *sop = &gc->sync_op;
+  assert(gc->export->backing != NULL); /* requests come only after export_attach */
+  uint32_t n = gc->export->backing->geo.sync_channels;
+
+  return n < 1 ? 1 : n > BACKING_SYNC_CHANNELS ? BACKING_SYNC_CHANNELS : n;
+}
+
+/* Claims a free slot for a sync at the current G and counts it; NULL when every slot
+ * runs. Under gc->lock. */
+static struct gc_slot *slot_claim(struct group_commit *gc)
+{
+  unsigned n = slots_of(gc);
+
+  for (unsigned i = 0; i < n; i++) {
+    struct gc_slot *slot = &gc->slot[i];
+    if (!slot->running) {
+      assert(slot->waiters.head == NULL);
+      slot->running = true;
+      slot->gen = atomic_load(&gc->write_gen);
+      gc->stats.syncs_started++;
+      if (gc->stats.syncs_running_max < ++gc->running) {
+        gc->stats.syncs_running_max = gc->running;
+      }
+      return slot;
+    }
+  }
+  return NULL;
+}
+
+/* Submits the slot's sync. The slot was claimed under the lock; this runs without it. */
+static void sync_start(struct gc_slot *slot)
+{
+  struct group_commit *gc = slot->gc;
+  struct backing_op *sop = &slot->sync_op;
   int rc;
 
   memset(sop, 0, sizeof *sop);
   sop->type = BACKING_OP_FLUSH;
+  sop->sync_channel = slot->channel;
   sop->done = sync_done;
-  sop->opaque = gc;
+  sop->opaque = slot;
   /* This may run on an event loop's thread (server/loop.c): a sync never needs to wait in
    * submit; it goes to the backing's own engine (sop->engine NULL). */
   sop->nonblocking = true;
   rc = backing_submit(gc->export->backing, sop);
   if (rc < 0) {
     log_warn("export '%s': cannot submit a sync: %s", gc->export->name, strerror(-rc));
-    sync_finish(gc, rc, false);
+    sync_finish(slot, rc, false);
   }
 }
 
-/* The running sync ended: `synced` says whether the backing ran it (then a failure is
+/* The slot's sync ended: `synced` says whether the backing ran it (then a failure is
  * sticky), or it could not be submitted (nothing was lost: its waiters fail, later
- * requests may sync again). Completes its waiters and starts the next batch's sync. */
-static void sync_finish(struct group_commit *gc, int result, bool synced)
+ * requests may sync again). Completes its waiters, and those of slots it covers, and
+ * starts the waiting batch's sync in the freed slot. */
+static void sync_finish(struct gc_slot *slot, int result, bool synced)
 {
+  struct group_commit *gc = slot->gc;
   struct export *e = gc->export;
-  struct backing_op *finished;
-  bool start = false;
+  struct waitq finished = {NULL, NULL};
+  struct gc_slot *start = NULL;
 
   if (result < 0 && synced) {
     sync_failed_mark(e, result);
   }
   pthread_mutex_lock(&gc->lock);
+  assert(slot->running && gc->running > 0);
+  slot->running = false;
+  gc->running--;
+  waitq_append(&finished, &slot->waiters);
   if (result == 0) {
-    gc->have_synced = true;
-    if (gc->running_gen > gc->synced_gen) {
-      gc->synced_gen = gc->running_gen;
+    if (!gc->have_synced || slot->gen > gc->synced_gen) {
+      gc->synced_gen = slot->gen;
     }
+    gc->have_synced = true;
   } else {
     gc->stats.syncs_failed++;
   }
-  if (atomic_load(&e->sync_failed)) {
-    /* Sticky: the next batch fails too, without a sync. */
-    waitq_append(&gc->current, &gc->next);
+  for (unsigned i = 0; i < BACKING_SYNC_CHANNELS; i++) {
+    struct gc_slot *other = &gc->slot[i];
+    /* Sticky failure: everyone waiting fails now. Success: an older sync still running is
+     * covered by this newer one. */
+    if (other->running && (atomic_load(&e->sync_failed) ||
+                           (result == 0 && other->gen <= gc->synced_gen))) {
+      waitq_append(&finished, &other->waiters);
+    }
   }
-  finished = gc->current.head;
-  gc->current.head = gc->current.tail = NULL;
-  if (gc->next.head != NULL) {
-    gc->current = gc->next;
+  if (atomic_load(&e->sync_failed)) {
+    waitq_append(&finished, &gc->next); /* no sync starts after a failure */
+  } else if (gc->next.head != NULL) {
+    start = slot_claim(gc);
+    assert(start == slot);
+    start->waiters = gc->next;
     gc->next.head = gc->next.tail = NULL;
-    gc->running_gen = atomic_load(&gc->write_gen);
-    gc->stats.syncs_started++;
-    start = true;
-  } else {
-    gc->running = false;
   }
   pthread_mutex_unlock(&gc->lock);
-  if (start) {
-    sync_start(gc);
+  if (start != NULL) {
+    sync_start(start);
   }
-  waitq_complete(finished, result == 0 ? 0 : -EIO);
+  /* Only a successful sync of this export's own, with no failure marked, acknowledges. */
+  waitq_complete(finished.head, result == 0 && !atomic_load(&e->sync_failed) ? 0 : -EIO);
 }
 
 /* op needs a successful sync started at write_gen >= need; joins or starts one. */
 static void gc_join(struct group_commit *gc, struct backing_op *op, uint64_t need)
 {
   struct export *e = gc->export;
-  bool start = false;
+  struct gc_slot *join = NULL, *start = NULL;
 
   pthread_mutex_lock(&gc->lock);
   if (atomic_load(&e->sync_failed)) {
@@ -245,24 +308,27 @@ static void gc_join(struct group_commit *gc, struct backing_op *op, uint64_t nee
     return;
   }
   gc->stats.flushes++;
-  if (gc->running && gc->running_gen >= need) {
+  /* The oldest running sync that covers op: it is likely to finish first. */
+  for (unsigned i = 0; i < BACKING_SYNC_CHANNELS; i++) {
+    struct gc_slot *slot = &gc->slot[i];
+    if (slot->running && slot->gen >= need && (join == NULL || slot->gen < join->gen)) {
+      join = slot;
+    }
+  }
+  if (join != NULL) {
     gc->stats.flushes_shared++;
-    waitq_push(&gc->current, op);
-  } else if (gc->running) {
+    waitq_push(&join->waiters, op);
+  } else if ((start = slot_claim(gc)) != NULL) {
+    waitq_push(&start->waiters, op); /* start->gen >= need: G only grows */
+  } else {
     if (gc->next.head != NULL) {
       gc->stats.flushes_shared++;
     }
     waitq_push(&gc->next, op);
-  } else {
-    gc->running = true;
-    gc->running_gen = atomic_load(&gc->write_gen); /* >= need: G only grows */
-    gc->stats.syncs_started++;
-    waitq_push(&gc->current, op);
-    start = true;
   }
   pthread_mutex_unlock(&gc->lock);
-  if (start) {
-    sync_start(gc);
+  if (start != NULL) {
+    sync_start(start);
   }
 }
 

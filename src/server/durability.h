@@ -9,10 +9,13 @@
  *     (the page cache may have dropped the dirty data), until restart. Logged once.
  *
  * Group commit (--sync full|fsync): FLUSHes and FUA writes of an export, from any
- * connection, share one sync of the backing when no write completed between them. At most
- * one sync per export is in flight; requests that need a newer sync than the running one
- * wait for the next, which they all share. The invariant, stated in terms of the export's
- * write generation G (the number of WRITE/TRIM/WRITE_ZEROES that completed in the backing):
+ * connection, share one sync of the backing when no write completed between them. Up to
+ * geo.sync_channels syncs per export run at once (4 for a writable file backing, one per
+ * open file description; 1 for RBD): a request that needs a newer sync than every running
+ * one starts it at once on a free channel, instead of waiting for the running sync and then
+ * its own; when every channel runs, such requests wait for the first to free and all share
+ * the sync started there. The invariant, stated in terms of the export's write generation
+ * G (the number of WRITE/TRIM/WRITE_ZEROES that completed in the backing):
  *
  *     a FLUSH that arrives when G = g (a FUA write whose own completion made G = g) is
  *     replied to only after a successful sync that was started when G >= g, so after every
@@ -56,6 +59,7 @@ struct durability_stats {
   uint64_t flushes;        /* FLUSH and FUA requests that needed a sync */
   uint64_t flushes_shared; /* ... of which joined a sync another request had started */
   uint64_t flushes_elided; /* FLUSHes replied to at once: nothing completed since a sync */
+  uint64_t syncs_running_max; /* the most syncs that ran at once */
 };
 void durability_get_stats(struct export *e, struct durability_stats *out);
 

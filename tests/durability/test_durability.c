@@ -12,6 +12,11 @@
  *                and do not when one did;
  *   sticky       a failed sync fails that FLUSH and every later one (and FUA writes) with
  *                EIO, without touching the backing again;
+ *   overlapping  with several sync channels (geo.sync_channels), a FLUSH that needs a newer
+ *                sync than the running one starts it at once on a free channel; a newer
+ *                sync that completes first covers the older one's waiters; a full set of
+ *                channels queues the next batch; a failure fails every waiter of every
+ *                channel;
  *   crash points for every prefix of a recorded random workload (every crash point), the
  *                image a power loss there would leave (faulty_image_at) holds every write
  *                acknowledged with FUA, or acknowledged before a FLUSH that was
@@ -146,6 +151,37 @@ static void ctl(struct ctx *c, const char *fmt, ...)
   free(reply);
 }
 
+/* The export's backing runs at most n syncs at once (the file backing offers
+ * BACKING_SYNC_CHANNELS; the faulty backing inherits that). */
+static void channels_set(struct ctx *c, uint32_t n)
+{
+  assert_true(c->b->geo.sync_channels >= n);
+  c->b->geo.sync_channels = n;
+}
+
+/* The faulty backing's id of the oldest stalled operation (from its `stalled` reply:
+ * "ok N ID:TYPE:OFF:LEN[:done] ..."). */
+static uint64_t stalled_oldest(struct ctx *c)
+{
+  char *reply = faulty_command(c->b, "stalled");
+  uint64_t best = UINT64_MAX;
+  char *p;
+
+  assert_non_null(reply);
+  assert_memory_equal(reply, "ok ", 3);
+  p = strchr(reply + 3, ' ');
+  while (p != NULL) {
+    uint64_t id = strtoull(p + 1, NULL, 10);
+    if (id < best) {
+      best = id;
+    }
+    p = strchr(p + 1, ' ');
+  }
+  free(reply);
+  assert_true(best != UINT64_MAX);
+  return best;
+}
+
 /* ---- requests ---- */
 
 static void req_done(struct backing_op *op, int result)
@@ -162,6 +198,18 @@ static void req_done(struct backing_op *op, int result)
   r->done = true;
   pthread_cond_broadcast(&c->cond);
   pthread_mutex_unlock(&c->lock);
+}
+
+/* A FLUSH sent straight to a backing (no marks: it may not be the faulty one). */
+static void flush_channel_done(struct backing_op *op, int result)
+{
+  struct treq *r = (struct treq *)op;
+
+  pthread_mutex_lock(&r->c->lock);
+  r->result = result;
+  r->done = true;
+  pthread_cond_broadcast(&r->c->cond);
+  pthread_mutex_unlock(&r->c->lock);
 }
 
 static unsigned new_id(struct ctx *c)
@@ -404,6 +452,8 @@ static void test_concurrent_flushes_share_one_sync(void **state)
   struct wdesc w;
   struct treq *a = submit_write(c, 0, false);
 
+  channels_set(c, 1); /* the single-sync group commit */
+
   w = (struct wdesc){a->id, 0, false};
   assert_int_equal(wait_free(a), 0);
   ctl(c, "rule stall flush count=1");
@@ -437,6 +487,8 @@ static void test_write_between_needs_new_sync(void **state)
   struct ctx *c = *state;
   struct wdesc w[2];
   struct treq *a = submit_write(c, 1, false), *b, *f1, *f2, *f3;
+
+  channels_set(c, 1); /* the single-sync group commit */
 
   w[0] = (struct wdesc){a->id, 1, false};
   assert_int_equal(wait_free(a), 0);
@@ -488,6 +540,8 @@ static void test_fua_writes_group_commit(void **state)
   struct wdesc w[4];
   struct treq *r[4];
 
+  channels_set(c, 1); /* the single-sync group commit */
+
   ctl(c, "rule stall-done flush count=1"); /* S1 runs; its completion is held */
   r[0] = submit_write(c, 10, true);
   w[0] = (struct wdesc){r[0]->id, 10, true};
@@ -518,6 +572,8 @@ static void test_sync_error_is_sticky(void **state)
   struct durability_stats st;
   struct treq *f1, *f2;
 
+  channels_set(c, 1); /* the single-sync group commit */
+
   assert_int_equal(wait_free(submit_write(c, 20, false)), 0);
   ctl(c, "rule stall flush count=1");
   f1 = submit_flush(c);
@@ -538,6 +594,157 @@ static void test_sync_error_is_sticky(void **state)
   free(l.ev);
   durability_get_stats(c->e, &st);
   assert_int_equal(st.syncs_failed, 1);
+}
+
+/* Several channels: a FLUSH that needs a newer sync than the running one starts it at once
+ * instead of waiting for the running one, and when the newer sync completes first it also
+ * answers the older one's waiters (its start was after every write they cover). */
+static void test_overlapping_syncs(void **state)
+{
+  struct ctx *c = *state;
+  struct durability_stats st;
+  struct wdesc w[2];
+  struct treq *a = submit_write(c, 50, false), *b, *f1, *f2;
+
+  w[0] = (struct wdesc){a->id, 50, false};
+  assert_int_equal(wait_free(a), 0);
+  ctl(c, "rule stall-done flush count=1"); /* S1 runs; its completion is held */
+  f1 = submit_flush(c);
+  ctl(c, "wait-stalled 1 5000");
+  b = submit_write(c, 51, false);
+  w[1] = (struct wdesc){b->id, 51, false};
+  assert_int_equal(wait_free(b), 0);
+  f2 = submit_flush(c); /* S2 starts now, beside S1 */
+  assert_int_equal(wait_free(f2), 0);
+  assert_int_equal(wait_free(f1), 0); /* covered by S2, while S1 is still held */
+  struct log l = log_get(c);
+  assert_int_equal(count_events(&l, FAULTY_EV_SUBMIT, BACKING_OP_FLUSH), 2);
+  assert_int_equal(count_events(&l, FAULTY_EV_DONE, BACKING_OP_FLUSH), 1); /* S2 only */
+  check_invariant(&l, w, 2);
+  free(l.ev);
+  ctl(c, "release all");
+  durability_get_stats(c->e, &st);
+  assert_int_equal(st.syncs_started, 2);
+  assert_int_equal(st.syncs_running_max, 2);
+}
+
+/* Every channel runs: the next FLUSH that needs a newer sync waits for a channel to free
+ * and then starts one (no fifth sync while four run). */
+static void test_full_channels_queue_the_next_sync(void **state)
+{
+  struct ctx *c = *state;
+  struct durability_stats st;
+  struct wdesc w[BACKING_SYNC_CHANNELS + 1];
+  struct treq *f[BACKING_SYNC_CHANNELS + 1];
+
+  ctl(c, "rule stall-done flush count=%d", BACKING_SYNC_CHANNELS);
+  for (unsigned i = 0; i <= BACKING_SYNC_CHANNELS; i++) {
+    struct treq *r = submit_write(c, 60 + i, false);
+    w[i] = (struct wdesc){r->id, 60 + i, false};
+    assert_int_equal(wait_free(r), 0);
+    f[i] = submit_flush(c);
+    if (i < BACKING_SYNC_CHANNELS) {
+      ctl(c, "wait-stalled %u 5000", i + 1);
+    }
+  }
+  usleep(50000);
+  struct log l = log_get(c);
+  assert_int_equal(count_events(&l, FAULTY_EV_SUBMIT, BACKING_OP_FLUSH), BACKING_SYNC_CHANNELS);
+  free(l.ev);
+  for (unsigned i = 0; i <= BACKING_SYNC_CHANNELS; i++) {
+    assert_false(is_done(f[i]));
+  }
+  ctl(c, "release %llu", (unsigned long long)stalled_oldest(c)); /* S1 frees a channel */
+  assert_int_equal(wait_free(f[0]), 0);
+  assert_int_equal(wait_free(f[BACKING_SYNC_CHANNELS]), 0); /* its own sync, S5 */
+  for (unsigned i = 1; i < BACKING_SYNC_CHANNELS; i++) {
+    assert_int_equal(wait_free(f[i]), 0); /* covered by S5 */
+  }
+  l = log_get(c);
+  assert_int_equal(count_events(&l, FAULTY_EV_SUBMIT, BACKING_OP_FLUSH), BACKING_SYNC_CHANNELS + 1);
+  check_invariant(&l, w, BACKING_SYNC_CHANNELS + 1);
+  free(l.ev);
+  ctl(c, "release all");
+  durability_get_stats(c->e, &st);
+  assert_int_equal(st.syncs_running_max, BACKING_SYNC_CHANNELS);
+}
+
+/* Several channels, the older sync fails while a newer one runs: the failure is sticky, so
+ * the newer sync's waiters fail at once too (a sync on another file description may not
+ * see the same writeback error), and nothing is synced again. */
+static void test_sync_error_fails_every_channel(void **state)
+{
+  struct ctx *c = *state;
+  struct treq *f1, *f2;
+
+  ctl(c, "rule stall-done flush count=2");
+  assert_int_equal(wait_free(submit_write(c, 70, false)), 0);
+  f1 = submit_flush(c);
+  ctl(c, "wait-stalled 1 5000");
+  assert_int_equal(wait_free(submit_write(c, 71, false)), 0);
+  f2 = submit_flush(c);
+  ctl(c, "wait-stalled 2 5000");
+  ctl(c, "release %llu err=EIO", (unsigned long long)stalled_oldest(c));
+  assert_int_equal(wait_free(f1), -EIO);
+  assert_int_equal(wait_free(f2), -EIO); /* while its own sync is still held */
+  ctl(c, "release all"); /* S2 succeeds: too late, nobody is acknowledged by it */
+  assert_int_equal(wait_free(submit_write(c, 72, false)), 0);
+  assert_int_equal(wait_free(submit_flush(c)), -EIO);
+  struct log l = log_get(c);
+  assert_int_equal(count_events(&l, FAULTY_EV_SUBMIT, BACKING_OP_FLUSH), 2);
+  free(l.ev);
+}
+
+/* The file backing's channels: BACKING_SYNC_CHANNELS when it is writable and syncs, each a
+ * FLUSH that works; a channel beyond them is refused; read-only has one. */
+static void flush_on_channel(struct backing *b, uint32_t channel, int want)
+{
+  struct treq r = {0};
+  struct ctx c = {0};
+
+  pthread_mutex_init(&c.lock, NULL);
+  pthread_cond_init(&c.cond, NULL);
+  r.c = &c;
+  r.op.type = BACKING_OP_FLUSH;
+  r.op.sync_channel = channel;
+  r.op.done = flush_channel_done;
+  int rc = backing_submit(b, &r.op);
+  if (rc == 0) {
+    rc = wait_req(&r);
+  }
+  assert_int_equal(rc, want);
+  pthread_mutex_destroy(&c.lock);
+  pthread_cond_destroy(&c.cond);
+}
+
+static void test_file_sync_channels(void **state)
+{
+  struct ctx *c = *state;
+  struct backing_options opts = {.sync = SYNC_FULL, .cache = CACHE_WRITEBACK,
+                                 .engine = c->engine};
+  struct backing *b;
+  char path[128];
+  int fd;
+
+  snprintf(path, sizeof path, "%s/plain.img", c->dir); /* c->img is locked by the export */
+  fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+  assert_true(fd >= 0);
+  assert_int_equal(ftruncate(fd, 1 << 20), 0);
+  close(fd);
+  assert_int_equal(backing_open(path, &opts, &b), 0);
+  assert_int_equal(b->geo.sync_channels, BACKING_SYNC_CHANNELS);
+  for (uint32_t i = 0; i < BACKING_SYNC_CHANNELS; i++) {
+    flush_on_channel(b, i, 0);
+  }
+  flush_on_channel(b, BACKING_SYNC_CHANNELS, -EINVAL);
+  backing_close(b);
+  opts.read_only = true;
+  assert_int_equal(backing_open(path, &opts, &b), 0);
+  assert_int_equal(b->geo.sync_channels, 1);
+  flush_on_channel(b, 0, 0);
+  flush_on_channel(b, 1, -EINVAL);
+  backing_close(b);
+  unlink(path);
 }
 
 /* An injected ENOSPC reaches the caller as is; the next write works. */
@@ -670,9 +877,8 @@ static void *worker_main(void *arg)
   return NULL;
 }
 
-static void test_crash_points_of_random_workload(void **state)
+static void crash_points_run(struct ctx *c)
 {
-  struct ctx *c = *state;
   struct worker wk[THREADS];
   pthread_t th[THREADS];
   struct wdesc *all = calloc(THREADS * OPS_PER_THREAD + 1, sizeof *all);
@@ -797,6 +1003,26 @@ static void test_crash_points_of_random_workload(void **state)
   free(l.ev);
 }
 
+/* The random workload with one sync at a time, and with every channel: syncs then overlap
+ * (each delayed 3-5 ms) and complete out of order. */
+static void test_crash_points_one_channel(void **state)
+{
+  struct ctx *c = *state;
+
+  channels_set(c, 1);
+  crash_points_run(c);
+}
+
+static void test_crash_points_all_channels(void **state)
+{
+  struct ctx *c = *state;
+  struct durability_stats st;
+
+  crash_points_run(c);
+  durability_get_stats(c->e, &st);
+  assert_true(st.syncs_running_max >= 2);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -807,7 +1033,12 @@ int main(void)
     cmocka_unit_test_setup_teardown(test_sync_error_is_sticky, setup, teardown),
     cmocka_unit_test_setup_teardown(test_write_errors_pass_through, setup, teardown),
     cmocka_unit_test_setup_teardown(test_model_drops_unsynced_writes, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_crash_points_of_random_workload, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_overlapping_syncs, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_full_channels_queue_the_next_sync, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sync_error_fails_every_channel, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_file_sync_channels, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_crash_points_one_channel, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_crash_points_all_channels, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
