@@ -160,11 +160,15 @@ static int probe_geometry(struct file_backing *fb, const struct stat *st)
   return rc;
 }
 
+static void sync_channels_close(struct file_backing *fb);
+
 /* Opens the sync channels (file_impl.h: sync_fd): one per BACKING_SYNC_CHANNELS when the
  * backing is writable and syncs, else only channel 0 (fd). Each extra channel is a new open
  * file description of the same file (through /proc/self/fd, so the very inode the checks
- * saw), read-only: fsync and fdatasync need no write access. Returns 0 or -errno. */
-static int sync_channels_open(struct file_backing *fb)
+ * saw), read-only: fsync and fdatasync need no write access. When they cannot be opened
+ * (no /proc in a chroot or a minimal container, or no descriptors left), the backing has
+ * channel 0 only, with one line in the log: syncs then run one at a time. */
+static void sync_channels_open(struct file_backing *fb)
 {
   unsigned n = fb->base.opts.read_only || fb->base.opts.sync == SYNC_NONE
                    ? 1
@@ -172,15 +176,18 @@ static int sync_channels_open(struct file_backing *fb)
   char fdpath[64];
 
   fb->sync_fd[0] = fb->fd;
+  fb->base.geo.sync_channels = 1;
   snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fb->fd_buffered);
   for (unsigned i = 1; i < n; i++) {
     fb->sync_fd[i] = open(fdpath, O_RDONLY | O_CLOEXEC);
     if (fb->sync_fd[i] < 0) {
-      return -errno;
+      log_info("file: cannot open %s again for concurrent syncs (%s); syncs run one at a "
+               "time", fdpath, strerror(errno));
+      sync_channels_close(fb);
+      return;
     }
   }
   fb->base.geo.sync_channels = n;
-  return 0;
 }
 
 /* Closes the channels sync_channels_open opened (not fd itself). */
@@ -253,10 +260,7 @@ int backing_file_open(const char *path, const struct backing_options *opts,
   if (rc < 0) {
     goto fail;
   }
-  rc = sync_channels_open(fb);
-  if (rc < 0) {
-    goto fail;
-  }
+  sync_channels_open(fb);
   pthread_mutex_init(&fb->gate_lock, NULL);
   pthread_cond_init(&fb->gate_cond, NULL);
   /* A description for clients, which never reveals the host's paths. */

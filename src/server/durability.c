@@ -64,6 +64,7 @@ struct group_commit {
   pthread_mutex_t lock;
   _Atomic uint64_t write_gen;
   unsigned running; /* slots running */
+  pthread_cond_t idle; /* signalled when running drops to 0 */
   struct gc_slot slot[BACKING_SYNC_CHANNELS];
   bool have_synced;
   uint64_t synced_gen;
@@ -87,6 +88,7 @@ int durability_export_open(struct export *e)
   }
   gc->export = e;
   pthread_mutex_init(&gc->lock, NULL);
+  pthread_cond_init(&gc->idle, NULL);
   atomic_init(&gc->write_gen, 0);
   for (unsigned i = 0; i < BACKING_SYNC_CHANNELS; i++) {
     gc->slot[i].gc = gc;
@@ -101,6 +103,16 @@ void durability_export_close(struct export *e)
   struct group_commit *gc = e->group_commit;
 
   if (gc != NULL) {
+    /* A sync may still run with nobody waiting for it: a newer one answered its waiters,
+     * or another channel failed. No connection holds it, so wait for it here, before the
+     * backing and this state go (its completion touches both). */
+    pthread_mutex_lock(&gc->lock);
+    while (gc->running > 0) {
+      pthread_cond_wait(&gc->idle, &gc->lock);
+    }
+    assert(gc->next.head == NULL);
+    pthread_mutex_unlock(&gc->lock);
+    pthread_cond_destroy(&gc->idle);
     pthread_mutex_destroy(&gc->lock);
     free(gc);
     e->group_commit = NULL;
@@ -246,6 +258,7 @@ static void sync_finish(struct gc_slot *slot, int result, bool synced)
   struct export *e = gc->export;
   struct waitq finished = {NULL, NULL};
   struct gc_slot *start = NULL;
+  int answer;
 
   if (result < 0 && synced) {
     sync_failed_mark(e, result);
@@ -280,12 +293,18 @@ static void sync_finish(struct gc_slot *slot, int result, bool synced)
     start->waiters = gc->next;
     gc->next.head = gc->next.tail = NULL;
   }
+  /* Only a successful sync, with no failure marked, acknowledges. */
+  answer = result == 0 && !atomic_load(&e->sync_failed) ? 0 : -EIO;
+  if (gc->running == 0) {
+    /* durability_export_close may free gc and e once the lock is dropped: below, only the
+     * waiters (requests of live connections) are touched, and a started sync. */
+    pthread_cond_broadcast(&gc->idle);
+  }
   pthread_mutex_unlock(&gc->lock);
   if (start != NULL) {
-    sync_start(start);
+    sync_start(start); /* running > 0 again: the state stays */
   }
-  /* Only a successful sync of this export's own, with no failure marked, acknowledges. */
-  waitq_complete(finished.head, result == 0 && !atomic_load(&e->sync_failed) ? 0 : -EIO);
+  waitq_complete(finished.head, answer);
 }
 
 /* op needs a successful sync started at write_gen >= need; joins or starts one. */

@@ -67,8 +67,10 @@ void durability_get_stats(struct export *e, struct durability_stats *out);
  * Main thread, by export_create (server/export.c). */
 int durability_export_open(struct export *e);
 
-/* Frees it; a no-op when there is none. Call once every request of the export is done
- * (export_destroy does). */
+/* Waits until no sync of the export runs (one may run with nobody waiting for it: see
+ * durability.c), then frees the state; a no-op when there is none. Call once every request
+ * of the export is done, before the backing is closed (export_destroy does). May block as
+ * long as the backing's sync takes. */
 void durability_export_close(struct export *e);
 
 #endif

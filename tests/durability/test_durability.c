@@ -695,6 +695,47 @@ static void test_sync_error_fails_every_channel(void **state)
   free(l.ev);
 }
 
+/* A sync left running with nobody waiting (a newer one answered its FLUSH) when the export
+ * is closed: the close waits for it, before the backing and the group commit's state go.
+ * It used to free them under the running sync (use-after-free at SIGTERM, helper-14). */
+struct release_later {
+  struct ctx *c;
+  int ms;
+  bool released;
+};
+
+static void *release_after(void *arg)
+{
+  struct release_later *rl = arg;
+
+  usleep((useconds_t)rl->ms * 1000);
+  __atomic_store_n(&rl->released, true, __ATOMIC_SEQ_CST);
+  ctl(rl->c, "release all");
+  return NULL;
+}
+
+static void test_close_waits_for_an_orphan_sync(void **state)
+{
+  struct ctx *c = *state;
+  struct release_later rl = {.c = c, .ms = 300};
+  pthread_t th;
+  struct treq *f1;
+
+  ctl(c, "rule stall-done flush count=1");
+  assert_int_equal(wait_free(submit_write(c, 80, false)), 0);
+  f1 = submit_flush(c); /* S1: held */
+  ctl(c, "wait-stalled 1 5000");
+  assert_int_equal(wait_free(submit_write(c, 81, false)), 0);
+  assert_int_equal(wait_free(submit_flush(c)), 0); /* S2 completes, answers f1 too */
+  assert_int_equal(wait_free(f1), 0);
+  ctl(c, "wait-stalled 1 0"); /* S1 still runs, with no waiter */
+  assert_int_equal(pthread_create(&th, NULL, release_after, &rl), 0);
+  export_destroy(c->e); /* must wait for S1 */
+  c->e = NULL;
+  assert_true(__atomic_load_n(&rl.released, __ATOMIC_SEQ_CST));
+  pthread_join(th, NULL);
+}
+
 /* The file backing's channels: BACKING_SYNC_CHANNELS when it is writable and syncs, each a
  * FLUSH that works; a channel beyond them is refused; read-only has one. */
 static void flush_on_channel(struct backing *b, uint32_t channel, int want)
@@ -1036,6 +1077,7 @@ int main(void)
     cmocka_unit_test_setup_teardown(test_overlapping_syncs, setup, teardown),
     cmocka_unit_test_setup_teardown(test_full_channels_queue_the_next_sync, setup, teardown),
     cmocka_unit_test_setup_teardown(test_sync_error_fails_every_channel, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_close_waits_for_an_orphan_sync, setup, teardown),
     cmocka_unit_test_setup_teardown(test_file_sync_channels, setup, teardown),
     cmocka_unit_test_setup_teardown(test_crash_points_one_channel, setup, teardown),
     cmocka_unit_test_setup_teardown(test_crash_points_all_channels, setup, teardown),
