@@ -162,30 +162,58 @@ static int probe_geometry(struct file_backing *fb, const struct stat *st)
 
 static void sync_channels_close(struct file_backing *fb);
 
+/* A new open file description, with `flags`, of the file fb->fd_buffered refers to: through
+ * /proc/self/fd (the very inode the checks saw); without /proc (a chroot or a minimal
+ * container), by `path`, checked to be the same inode. Returns the fd, or -errno: -EAGAIN
+ * when path now names another file (case C18), EINVAL from open for O_DIRECT unsupported. */
+static int reopen_same(const struct file_backing *fb, const char *path, int flags)
+{
+  struct stat now, then;
+  char fdpath[64];
+  int fd;
+
+  snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fb->fd_buffered);
+  fd = open(fdpath, flags | O_CLOEXEC);
+  if (fd >= 0) {
+    return fd;
+  }
+  if (errno != ENOENT) {
+    return -errno;
+  }
+  fd = open(path, flags | O_CLOEXEC);
+  if (fd < 0) {
+    return -errno;
+  }
+  if (fstat(fd, &now) < 0 || fstat(fb->fd_buffered, &then) < 0 || now.st_dev != then.st_dev ||
+      now.st_ino != then.st_ino) {
+    close(fd);
+    return -EAGAIN;
+  }
+  return fd;
+}
+
 /* Opens the sync channels (file_impl.h: sync_fd): one per BACKING_SYNC_CHANNELS when the
  * backing is writable and syncs, else only channel 0 (fd). Each extra channel is a new open
- * file description of the same file (through /proc/self/fd, so the very inode the checks
- * saw), read-only: fsync and fdatasync need no write access. When they cannot be opened
- * (no /proc in a chroot or a minimal container, or no descriptors left), the backing has
+ * file description of the same file (reopen_same), read-only: fsync and fdatasync need no
+ * write access. When they cannot be opened (no descriptors left, say), the backing has
  * channel 0 only, with one line in the log: syncs then run one at a time. */
-static void sync_channels_open(struct file_backing *fb)
+static void sync_channels_open(struct file_backing *fb, const char *path)
 {
   unsigned n = fb->base.opts.read_only || fb->base.opts.sync == SYNC_NONE
                    ? 1
                    : BACKING_SYNC_CHANNELS;
-  char fdpath[64];
 
   fb->sync_fd[0] = fb->fd;
   fb->base.geo.sync_channels = 1;
-  snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fb->fd_buffered);
   for (unsigned i = 1; i < n; i++) {
-    fb->sync_fd[i] = open(fdpath, O_RDONLY | O_CLOEXEC);
-    if (fb->sync_fd[i] < 0) {
-      log_info("file: cannot open %s again for concurrent syncs (%s); syncs run one at a "
-               "time", fdpath, strerror(errno));
+    int fd = reopen_same(fb, path, O_RDONLY);
+    if (fd < 0) {
+      log_info("file: cannot open the image again for concurrent syncs (%s); syncs run one "
+               "at a time", strerror(-fd));
       sync_channels_close(fb);
       return;
     }
+    fb->sync_fd[i] = fd;
   }
   fb->base.geo.sync_channels = n;
 }
@@ -246,11 +274,10 @@ int backing_file_open(const char *path, const struct backing_options *opts,
     goto fail;
   }
   if (opts->cache == CACHE_DIRECT) {
-    char fdpath[64];
-    snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fb->fd_buffered);
-    fb->fd = open(fdpath, flags | O_DIRECT | O_CLOEXEC);
+    fb->fd = reopen_same(fb, path, flags | O_DIRECT);
     if (fb->fd < 0) {
-      rc = errno == EINVAL ? -ENOTSUP : -errno;
+      rc = fb->fd == -EINVAL ? -ENOTSUP : fb->fd;
+      fb->fd = -1;
       goto fail;
     }
   } else {
@@ -260,7 +287,7 @@ int backing_file_open(const char *path, const struct backing_options *opts,
   if (rc < 0) {
     goto fail;
   }
-  sync_channels_open(fb);
+  sync_channels_open(fb, path);
   pthread_mutex_init(&fb->gate_lock, NULL);
   pthread_cond_init(&fb->gate_cond, NULL);
   /* A description for clients, which never reveals the host's paths. */
