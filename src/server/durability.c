@@ -4,7 +4,8 @@
  *   write_gen     G: raised once per WRITE/TRIM/WRITE_ZEROES completion in the backing,
  *                 before that request's reply is queued or it waits for its sync
  *                 (mutate_done, fua_write_done).
- *   slot[i]       up to nslots syncs in flight at once. A running slot's sync was started
+ *   slot[i]       up to geo.sync_channels syncs in flight at once, slot i on sync channel i.
+ *                 A running slot's sync was started
  *                 when G was slot.gen; its `waiters` each need a sync started at G >= their
  *                 need, and slot.gen >= need held when they joined.
  *   next          requests that need a newer sync than every running one while every slot
@@ -49,10 +50,10 @@ struct waitq {
   struct backing_op *head, *tail;
 };
 
-/* One sync channel: a sync in flight (running), started when G was `gen`. */
+/* One sync channel (its index in gc->slot): a sync in flight (running), started when G
+ * was `gen`. */
 struct gc_slot {
   struct group_commit *gc;
-  unsigned channel; /* backing_op.sync_channel of its syncs */
   bool running;
   uint64_t gen;
   struct waitq waiters;
@@ -63,8 +64,7 @@ struct group_commit {
   struct export *export;
   pthread_mutex_t lock;
   _Atomic uint64_t write_gen;
-  unsigned running; /* slots running */
-  pthread_cond_t idle; /* signalled when running drops to 0 */
+  pthread_cond_t idle; /* signalled when no slot runs any more */
   struct gc_slot slot[BACKING_SYNC_CHANNELS];
   bool have_synced;
   uint64_t synced_gen;
@@ -77,6 +77,17 @@ static struct group_commit *gc_of(struct export *e)
 {
   assert(e->group_commit != NULL);
   return e->group_commit;
+}
+
+/* How many slots run a sync. Under gc->lock. */
+static unsigned slots_running(const struct group_commit *gc)
+{
+  unsigned n = 0;
+
+  for (unsigned i = 0; i < BACKING_SYNC_CHANNELS; i++) {
+    n += gc->slot[i].running;
+  }
+  return n;
 }
 
 int durability_export_open(struct export *e)
@@ -92,7 +103,6 @@ int durability_export_open(struct export *e)
   atomic_init(&gc->write_gen, 0);
   for (unsigned i = 0; i < BACKING_SYNC_CHANNELS; i++) {
     gc->slot[i].gc = gc;
-    gc->slot[i].channel = i;
   }
   e->group_commit = gc;
   return 0;
@@ -107,7 +117,7 @@ void durability_export_close(struct export *e)
      * or another channel failed. No connection holds it, so wait for it here, before the
      * backing and this state go (its completion touches both). */
     pthread_mutex_lock(&gc->lock);
-    while (gc->running > 0) {
+    while (slots_running(gc) > 0) {
       pthread_cond_wait(&gc->idle, &gc->lock);
     }
     assert(gc->next.head == NULL);
@@ -217,8 +227,8 @@ static struct gc_slot *slot_claim(struct group_commit *gc)
       slot->running = true;
       slot->gen = atomic_load(&gc->write_gen);
       gc->stats.syncs_started++;
-      if (gc->stats.syncs_running_max < ++gc->running) {
-        gc->stats.syncs_running_max = gc->running;
+      if (gc->stats.syncs_running_max < slots_running(gc)) {
+        gc->stats.syncs_running_max = slots_running(gc);
       }
       return slot;
     }
@@ -235,7 +245,7 @@ static void sync_start(struct gc_slot *slot)
 
   memset(sop, 0, sizeof *sop);
   sop->type = BACKING_OP_FLUSH;
-  sop->sync_channel = slot->channel;
+  sop->sync_channel = (uint32_t)(slot - gc->slot);
   sop->done = sync_done;
   sop->opaque = slot;
   /* This may run on an event loop's thread (server/loop.c): a sync never needs to wait in
@@ -264,9 +274,8 @@ static void sync_finish(struct gc_slot *slot, int result, bool synced)
     sync_failed_mark(e, result);
   }
   pthread_mutex_lock(&gc->lock);
-  assert(slot->running && gc->running > 0);
+  assert(slot->running);
   slot->running = false;
-  gc->running--;
   waitq_append(&finished, &slot->waiters);
   if (result == 0) {
     if (!gc->have_synced || slot->gen > gc->synced_gen) {
@@ -295,7 +304,7 @@ static void sync_finish(struct gc_slot *slot, int result, bool synced)
   }
   /* Only a successful sync, with no failure marked, acknowledges. */
   answer = result == 0 && !atomic_load(&e->sync_failed) ? 0 : -EIO;
-  if (gc->running == 0) {
+  if (slots_running(gc) == 0) {
     /* durability_export_close may free gc and e once the lock is dropped: below, only the
      * waiters (requests of live connections) are touched, and a started sync. */
     pthread_cond_broadcast(&gc->idle);
