@@ -289,6 +289,7 @@ int backing_file_open(const char *path, const struct backing_options *opts,
   }
   sync_channels_open(fb, path);
   pthread_mutex_init(&fb->gate_lock, NULL);
+  stall_budget_init(&fb->inline_stalls);
   pthread_cond_init(&fb->gate_cond, NULL);
   /* A description for clients, which never reveals the host's paths. */
   fb->base.description = strdup(fb->is_block ? "block device" : fb->is_regular ? "raw file"

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "backing/backing.h"
+#include "backing/stall_budget.h"
 
 struct file_backing {
   struct backing base;
@@ -25,9 +26,9 @@ struct file_backing {
   pthread_cond_t gate_cond;
   unsigned gate_shared;
   bool gate_exclusive;
-  /* Inline page-cache writes (file_io.c, write_inline): CLOCK_MONOTONIC nanoseconds until
-   * which they are off because one took too long. */
-  _Atomic long long inline_off_until_ns;
+  /* Inline page-cache writes (file_io.c, write_inline): how long they have blocked the
+   * event loops, and whether they are off for it. */
+  struct stall_budget inline_stalls;
 };
 
 /* The data path (file_io.c): vtable.submit. Contract as backing_submit(). */

@@ -394,14 +394,12 @@ static void call_complete(struct engine_req *req, ssize_t result)
  * worker: two context switches per 4K write. A pwrite from the event loop itself is a copy
  * into the page cache: at 4 connections x QD32 of 4K random writes it took the loop from
  * 70K to 127K IOPS and from 12.8 to 6.2 us of server CPU per write (docs/performance.md).
- * Its risk is a pwrite that blocks (dirty-page throttling, a journal commit) and stalls
- * the loop's other connections: one slower than WRITE_INLINE_SLOW_NS turns inline writes
- * off for this backing for WRITE_INLINE_BACKOFF_NS, and they go through io_uring again.
+ * Its risk is a pwrite that blocks (the journal, dirty-page throttling) and stalls the
+ * loop's other connections: fb->inline_stalls (stall_budget.h) turns inline writes off
+ * for 5 s once they have blocked the loops for more than 1% of a second.
  * Only for event loops (op->nonblocking), --cache writeback, plain writes (not FUA: those
  * wait for the disk) of at most WRITE_INLINE_MAX bytes. */
 #define WRITE_INLINE_MAX (256u * 1024u)
-#define WRITE_INLINE_SLOW_NS 2000000LL      /* 2 ms */
-#define WRITE_INLINE_BACKOFF_NS 5000000000LL /* 5 s */
 
 static long long monotonic_ns(void)
 {
@@ -424,16 +422,15 @@ static bool write_inline(struct file_backing *fb, struct backing_op *op, struct 
     return false;
   }
   start = monotonic_ns();
-  if (start < atomic_load_explicit(&fb->inline_off_until_ns, memory_order_relaxed)) {
+  if (!stall_budget_allows(&fb->inline_stalls, start)) {
     return false;
   }
   n = pwrite(req->fd, req->buf, req->len, (off_t)req->offset);
   took = monotonic_ns() - start;
-  if (took > WRITE_INLINE_SLOW_NS) {
-    atomic_store_explicit(&fb->inline_off_until_ns, start + took + WRITE_INLINE_BACKOFF_NS,
-                          memory_order_relaxed);
-    log_debug("file: a %zu-byte page-cache write took %lld us on the event loop; writes go "
-              "through io_uring for 5 s", req->len, took / 1000);
+  if (stall_budget_charge(&fb->inline_stalls, start, took)) {
+    log_debug("file: page-cache writes blocked the event loops for more than %lld ms in "
+              "a second (the last took %lld us); writes go through io_uring for %lld s",
+              STALL_BUDGET_NS / 1000000, took / 1000, STALL_BACKOFF_NS / 1000000000);
   }
   rw_complete(req, n < 0 ? -errno : n); /* a short write resubmits the rest to the engine */
   return true;

@@ -1,0 +1,48 @@
+/* stall_budget.h: how long event loops may be blocked by the page-cache writes they do
+ * themselves (file_io.c, write_inline) before those writes go back to io_uring's workers.
+ *
+ * A 4K page-cache pwrite is a copy of about 2 us, but one can block: on ext4's journal (a
+ * timestamp update while jbd2 commits, as an fdatasync makes it do), on a page under
+ * writeback, on dirty-page throttling. While it blocks, every connection of that loop
+ * waits. The budget lets the loops sharing one backing be blocked for at most
+ * STALL_BUDGET_NS in a window of STALL_WINDOW_NS, counting only writes slower than
+ * STALL_COUNT_NS; a write that overspends turns inline writes off for STALL_BACKOFF_NS.
+ *
+ * Before, one write slower than 2 ms turned them off for 5 s. Under 4 connections of 4K
+ * random writes with an fsync after each (bench/compare T4) such a write came every few
+ * seconds (4 ms, a journal commit), so most of the run paid two context switches per
+ * write on io-wq (docs/performance.md, "What each change bought").
+ *
+ * Times are CLOCK_MONOTONIC nanoseconds, passed in (the tests drive the clock). Any
+ * thread: relaxed atomics, no lock. Under races the accounting is approximate (a charge
+ * that races with a window reset may be dropped); the budget is a heuristic, not a limit
+ * anything relies on for correctness. */
+#ifndef DISKGATE_BACKING_STALL_BUDGET_H
+#define DISKGATE_BACKING_STALL_BUDGET_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#define STALL_COUNT_NS 1000000LL       /* 1 ms: a write slower than this stalled the loop */
+#define STALL_WINDOW_NS 1000000000LL   /* 1 s */
+#define STALL_BUDGET_NS 10000000LL     /* 10 ms of stalls per window: 1% of a loop's time */
+#define STALL_BACKOFF_NS 5000000000LL  /* 5 s off once overspent */
+
+struct stall_budget {
+  _Atomic long long window_start_ns; /* start of the current window */
+  _Atomic long long spent_ns;        /* stalled time charged in it */
+  _Atomic long long off_until_ns;    /* inline writes are off before this time */
+};
+
+/* A budget with nothing spent and inline writes on (an all-zero struct is the same). */
+void stall_budget_init(struct stall_budget *b);
+
+/* True when inline writes are allowed at now_ns (not within a back-off). */
+bool stall_budget_allows(struct stall_budget *b, long long now_ns);
+
+/* Charges a write that started at start_ns and took took_ns (>= 0). Returns true when
+ * this write overspent the window's budget: inline writes are then off until
+ * start_ns + took_ns + STALL_BACKOFF_NS, and a new window starts after that. */
+bool stall_budget_charge(struct stall_budget *b, long long start_ns, long long took_ns);
+
+#endif
