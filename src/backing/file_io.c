@@ -396,7 +396,7 @@ static void call_complete(struct engine_req *req, ssize_t result)
  * 70K to 127K IOPS and from 12.8 to 6.2 us of server CPU per write (docs/performance.md).
  * Its risk is a pwrite that blocks (the journal, dirty-page throttling) and stalls the
  * loop's other connections: fb->inline_stalls (stall_budget.h) turns inline writes off
- * for 5 s once writes slower than 0.5 ms have blocked the loops for more than 10 ms in a
+ * for 5 s once writes slower than 1 ms have blocked the loops for more than 10 ms in a
  * second.
  * Only for event loops (op->nonblocking), --cache writeback, plain writes (not FUA: those
  * wait for the disk) of at most WRITE_INLINE_MAX bytes. */

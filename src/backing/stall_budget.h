@@ -8,10 +8,12 @@
  * STALL_BUDGET_NS in all, summed over the loops, in a window of STALL_WINDOW_NS; a write
  * that overspends it turns inline writes off for STALL_BACKOFF_NS.
  *
- * Only writes slower than STALL_COUNT_NS are charged: the time is wall-clock, and on this
- * shared 2-core machine a loop preempted in the middle of a 4K copy takes 150-400 us
- * (measured under the T4 load) without having blocked. So blocking in pieces shorter than
- * STALL_COUNT_NS is not caught.
+ * Only writes slower than STALL_COUNT_NS are charged: the time is wall-clock, and a loop
+ * preempted in the middle of a 4K copy looks the same as one that blocked. On this shared
+ * 2-core machine, under the T4 load, writes took 150-400 us many times a second; under 4
+ * connections x QD32 of writes (both cores busy), some took 0.6-2.1 ms, and a 0.5 ms
+ * threshold turned inline writes off in some 10 s runs of that load. So blocking in pieces
+ * shorter than STALL_COUNT_NS is not caught.
  *
  * Before, one write slower than 2 ms turned them off for 5 s. Under 4 connections of 4K
  * random writes with an fsync after each (bench/compare T4) such a write came every few
@@ -29,7 +31,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#define STALL_COUNT_NS 500000LL        /* 0.5 ms: a write slower than this stalled the loop */
+#define STALL_COUNT_NS 1000000LL       /* 1 ms: a write slower than this stalled the loop */
 #define STALL_WINDOW_NS 1000000000LL   /* 1 s */
 #define STALL_BUDGET_NS 10000000LL     /* 10 ms of stalls per window, summed over the loops */
 #define STALL_BACKOFF_NS 5000000000LL  /* 5 s off once overspent */

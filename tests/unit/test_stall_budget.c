@@ -24,8 +24,8 @@ static void test_fresh_budget_allows(void **state)
   assert_true(stall_budget_allows(&b, T0));
 }
 
-/* Writes of 400 us (a loop preempted during a copy on a busy machine), 2,000 in a row for
- * 1 s of wall time, are never charged: only writes slower than STALL_COUNT_NS count. */
+/* Writes of 900 us (a loop preempted during a copy on a busy machine), 2,000 in a row for
+ * 2 s of wall time, are never charged: only writes slower than STALL_COUNT_NS count. */
 static void test_writes_under_the_count_threshold_are_free(void **state)
 {
   struct stall_budget b;
@@ -40,19 +40,19 @@ static void test_writes_under_the_count_threshold_are_free(void **state)
   assert_true(stall_budget_allows(&b, t));
 }
 
-/* Sustained blocking in pieces just over the threshold is caught: 0.9 ms writes, one every
- * 10 ms; the twelfth brings the window to 10.8 ms and turns inline writes off. */
+/* Sustained blocking in pieces just over the threshold is caught: 1.2 ms writes, one every
+ * 10 ms; the ninth brings the window to 10.8 ms and turns inline writes off. */
 static void test_sustained_short_blocks_turn_inline_writes_off(void **state)
 {
   struct stall_budget b;
 
   (void)state;
   stall_budget_init(&b);
-  for (int i = 0; i < 11; i++) {
-    assert_false(stall_budget_charge(&b, T0 + i * 10 * MS, 900 * US));
+  for (int i = 0; i < 8; i++) {
+    assert_false(stall_budget_charge(&b, T0 + i * 10 * MS, 1200 * US));
   }
-  assert_true(stall_budget_charge(&b, T0 + 110 * MS, 900 * US));
-  assert_false(stall_budget_allows(&b, T0 + 111 * MS));
+  assert_true(stall_budget_charge(&b, T0 + 80 * MS, 1200 * US));
+  assert_false(stall_budget_allows(&b, T0 + 82 * MS));
 }
 
 /* The T4 case: one 4 ms stall every second for a minute keeps inline writes on
@@ -103,9 +103,9 @@ static void test_one_long_block_turns_inline_writes_off(void **state)
   assert_false(stall_budget_allows(&b, T0 + STALL_BUDGET_NS + 1));
 }
 
-/* The budget is per window: 9 ms of stalls in one window (1 ms at its start, 8 ms at its
- * end) and 8 ms early in the next stay on (17 ms within 1.1 s of wall time, but never over
- * 10 ms in one window). */
+/* The budget is per window: 9.5 ms of stalls in one window (1.5 ms at its start, 8 ms at
+ * its end) and 8 ms early in the next stay on (17.5 ms within 1.1 s of wall time, but never
+ * over 10 ms in one window). */
 static void test_budget_renews_each_window(void **state)
 {
   struct stall_budget b;
@@ -113,7 +113,7 @@ static void test_budget_renews_each_window(void **state)
 
   (void)state;
   stall_budget_init(&b);
-  assert_false(stall_budget_charge(&b, T0, MS)); /* opens the window at T0 */
+  assert_false(stall_budget_charge(&b, T0, 1500 * US)); /* opens the window at T0 */
   assert_false(stall_budget_charge(&b, next - 100 * MS, 4 * MS));
   assert_false(stall_budget_charge(&b, next - 50 * MS, 4 * MS));
   assert_false(stall_budget_charge(&b, next + MS, 4 * MS));
