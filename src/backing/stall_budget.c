@@ -35,8 +35,9 @@ bool stall_budget_charge(struct stall_budget *b, long long start_ns, long long t
   }
   atomic_store_explicit(&b->off_until_ns, start_ns + took_ns + STALL_BACKOFF_NS,
                         memory_order_relaxed);
-  atomic_store_explicit(&b->window_start_ns, start_ns + took_ns + STALL_BACKOFF_NS,
-                        memory_order_relaxed);
+  /* Writes still in flight on other loops start from zero, so they do not overspend
+   * again; the first charge after the back-off opens a new window (this one began more
+   * than STALL_WINDOW_NS before). */
   atomic_store_explicit(&b->spent_ns, 0, memory_order_relaxed);
   return true;
 }

@@ -52,8 +52,9 @@ bool stall_budget_allows(struct stall_budget *b, long long now_ns);
 
 /* Charges a write that started at start_ns and took took_ns (>= 0; CLOCK_MONOTONIC ns).
  * Returns true when this write overspent the window's budget: inline writes are then off
- * until start_ns + took_ns + STALL_BACKOFF_NS, and a new window starts after that; false
- * otherwise. Any thread. Cannot fail. */
+ * until start_ns + took_ns + STALL_BACKOFF_NS, the spent time restarts from zero, and the
+ * first charge after the back-off opens a new window; false otherwise. Any thread. Cannot
+ * fail. */
 bool stall_budget_charge(struct stall_budget *b, long long start_ns, long long took_ns);
 
 #endif

@@ -223,12 +223,14 @@ static struct gc_slot *slot_claim(struct group_commit *gc)
   for (unsigned i = 0; i < n; i++) {
     struct gc_slot *slot = &gc->slot[i];
     if (!slot->running) {
+      unsigned running;
       assert(slot->waiters.head == NULL);
       slot->running = true;
       slot->gen = atomic_load(&gc->write_gen);
       gc->stats.syncs_started++;
-      if (gc->stats.syncs_running_max < slots_running(gc)) {
-        gc->stats.syncs_running_max = slots_running(gc);
+      running = slots_running(gc);
+      if (gc->stats.syncs_running_max < running) {
+        gc->stats.syncs_running_max = running;
       }
       return slot;
     }
