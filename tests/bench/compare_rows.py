@@ -1,0 +1,69 @@
+#!/usr/bin/python3
+"""bench/compare's T1 verdicts on fixed figures (no fio, no servers): when a row may say
+FAIL (limit), i.e. that no server could meet the goal on this machine.
+
+The fault this guards: the CPU rows took fio's kernel CPU per I/O with one I/O submitted
+at a time as the disk's own cost, and called any goal below it out of reach. fio spends
+7.1-8.2 us per 4K read that way, but 4.5-5.5 us when it submits and reaps in batches, as
+a server does; goals of 7.1-7.2 us were called out of reach when they were not."""
+import importlib.machinery
+import importlib.util
+import os
+import sys
+
+SRC = os.environ.get("SRCDIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+loader = importlib.machinery.SourceFileLoader("bench_compare", os.path.join(SRC, "bench", "compare"))
+spec = importlib.util.spec_from_loader(loader.name, loader)
+compare = importlib.util.module_from_spec(spec)
+loader.exec_module(compare)
+
+failures = []
+checks = [0]
+
+
+def check(name, got, want):
+    checks[0] += 1
+    if got != want:
+        failures.append("%s: got %r, expected %r" % (name, got, want))
+
+
+def cell(iops=0.0, cpu=0.0, sys_us=0.0):
+    return {"iops": iops, "cpu_us_per_io": cpu, "client_sys_us_per_io": sys_us}
+
+
+def cpu_verdict(diskgate_cpu, qemu_cpu, host_sys, batched_sys):
+    r = compare.t1_cpu_row("4K randread QD32 1 conn tcp", cell(cpu=diskgate_cpu),
+                           cell(cpu=qemu_cpu), cell(sys_us=host_sys), cell(sys_us=batched_sys))
+    return compare.verdict(r[4], r[6])
+
+
+def iops_verdict(diskgate, qemu, host, batched):
+    r = compare.t1_iops_row("4K randread QD32 1 conn unix", cell(iops=diskgate),
+                            cell(iops=qemu), cell(iops=host), cell(iops=batched))
+    return compare.verdict(r[4], r[6]), r[5]
+
+
+# Run 2's TCP reads: qemu-nbd 21.3 us, so the goal is 7.1 us; fio on the host 7.7 us one
+# at a time, 5.0 us in batches; diskgate 12.8 us. A server that batches has 2.1 us left for
+# the socket, so this is a plain FAIL, not a limit.
+check("goal between the batched and the one-at-a-time host figure",
+      cpu_verdict(12.8, 21.3, 7.7, 5.0), "FAIL")
+# A goal below even the batched figure is out of reach.
+check("goal below the batched host figure", cpu_verdict(12.8, 13.5, 7.7, 5.0), "FAIL (limit)")
+# The lower of the two host figures counts, whichever it is.
+check("batched figure above the other", cpu_verdict(12.8, 21.3, 5.0, 7.7), "FAIL")
+check("goal met", cpu_verdict(7.0, 21.3, 7.7, 5.0), "PASS")
+check("goal met exactly", cpu_verdict(9.0, 27.0, 7.7, 5.0), "PASS")
+check("just over the goal", cpu_verdict(9.1, 27.0, 7.7, 5.0), "FAIL")
+# IOPS: the better host figure bounds any server.
+check("host bound from the batched cell", iops_verdict(45000, 28000, 50000, 60000)[0], "FAIL")
+check("host bound under 2x", iops_verdict(45000, 28000, 50000, 52000)[0], "FAIL (limit)")
+check("host bound in the detail", "at most 2.14x" in iops_verdict(45000, 28000, 50000, 60000)[1],
+      True)
+check("IOPS met", iops_verdict(56000, 28000, 50000, 60000)[0], "PASS")
+
+for f in failures:
+    print("FAIL: " + f, file=sys.stderr)
+if failures:
+    sys.exit(1)
+print("ok: bench/compare T1 verdicts (%d checks)" % checks[0])
