@@ -396,8 +396,8 @@ static void call_complete(struct engine_req *req, ssize_t result)
  * 70K to 127K IOPS and from 12.8 to 6.2 us of server CPU per write (docs/performance.md).
  * Its risk is a pwrite that blocks (the journal, dirty-page throttling) and stalls the
  * loop's other connections: fb->inline_stalls (stall_budget.h) turns inline writes off
- * for 5 s once writes slower than 1 ms have blocked the loops for more than 10 ms in a
- * second.
+ * for STALL_BACKOFF_NS once writes slower than STALL_COUNT_NS have blocked the loops for
+ * more than STALL_BUDGET_NS in a STALL_WINDOW_NS window.
  * Only for event loops (op->nonblocking), --cache writeback, plain writes (not FUA: those
  * wait for the disk) of at most WRITE_INLINE_MAX bytes. */
 #define WRITE_INLINE_MAX (256u * 1024u)
@@ -430,8 +430,9 @@ static bool write_inline(struct file_backing *fb, struct backing_op *op, struct 
   took = monotonic_ns() - start;
   if (stall_budget_charge(&fb->inline_stalls, start, took)) {
     log_debug("file: page-cache writes blocked the event loops for more than %lld ms in "
-              "a second (the last took %lld us); writes go through io_uring for %lld s",
-              STALL_BUDGET_NS / 1000000, took / 1000, STALL_BACKOFF_NS / 1000000000);
+              "%lld ms (the last took %lld us); writes go through io_uring for %lld s",
+              STALL_BUDGET_NS / 1000000, STALL_WINDOW_NS / 1000000, took / 1000,
+              STALL_BACKOFF_NS / 1000000000);
   }
   rw_complete(req, n < 0 ? -errno : n); /* a short write resubmits the rest to the engine */
   return true;
