@@ -2,8 +2,12 @@
 # acks.sh DISKGATE WHO : over TCP on 127.0.0.1, 4K randread QD32 (fio's nbd engine), the packets
 # transmitted on lo in the server process's context per disk read, split by size (pure ACKs
 # are 66 bytes on lo; data packets carry replies), and the server's task-clock per read.
-# WHO: diskgate (DISKGATE is the binary, or a wrapper that execs it) or qemu-nbd (DISKGATE is
-# then ignored); both use O_DIRECT, so every read reaches the disk. Needs root (perf, the
+# WHO: qemu-nbd (DISKGATE is then ignored), or any label for a run of DISKGATE (the binary, or
+# a wrapper that execs it); both use O_DIRECT, so every read reaches the disk. "reads" counts
+# the disk reads in the 2 s perf record window; task-clock comes from a 1 s perf stat window
+# after it. net_dev_xmit in the server's context also catches packets that softirq work run
+# there sends for other sockets: the profile (profile.txt) is what places the ACKs in the
+# server's own RECVs. Needs root (perf, the
 # tracepoints net:net_dev_xmit and block:block_rq_issue) and /var/tmp/cmp/compare.img
 # (bench/compare creates it). A record of what was run for output.txt, not a test.
 DG=$1; WHO=$2; IMG=/var/tmp/cmp/compare.img; PORT=10897; OUT=$(mktemp -d)
@@ -38,6 +42,6 @@ for line in open(os.environ["OUT"] + "/stat.txt"):
         stat[f[2]] = float(f[0])
 cpu = stat["task-clock"] * 1000 / stat["block:block_rq_issue"]
 who = os.environ["WHO"]
-print(f"{who:9} reads {reads:6}: pure ACKs {acks / reads:.3f}, data packets {data / reads:.3f} per read; "
+print(f"{who:14} reads {reads:6}: pure ACKs {acks / reads:.3f}, data packets {data / reads:.3f} per read; "
       f"server task-clock {cpu:.1f} us per read")'
 rm -rf $OUT

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """stack_share.py PERF_DATA FUNC [DEPTH]: of the samples in PERF_DATA (perf record -g), the
-share whose call chain contains FUNC, split by the DEPTH frames that FUNC calls. A record of
+share whose call chain contains FUNC, split by the DEPTH frames that FUNC calls, in call order (FUNC's callee first). A record of
 how profile.txt was read, not a tool of the project."""
 import collections
 import subprocess
@@ -22,7 +22,7 @@ for block in text.split("\n\n"):
     if func in frames:
         hit += 1
         i = frames.index(func)
-        shares[" <- ".join(reversed(frames[max(0, i - depth):i])) or "(self)"] += 1
+        shares[" -> ".join(reversed(frames[max(0, i - depth):i])) or "(self)"] += 1
 print(f"{func}: {100 * hit / total:.1f}% of {total} samples")
 for key, n in shares.most_common(12):
     print(f"  {100 * n / total:5.1f}%  {key}")
