@@ -9,6 +9,7 @@
 
 #include "bench/bench_cli.h"
 #include "bench/bench_profiles.h"
+#include "util/cli.h"
 
 enum {
   OPT_PROFILE = 256,
@@ -254,10 +255,11 @@ int bench_cli_parse(int argc, char **argv, struct bench_opts *opts, FILE *out, F
     case OPT_HELP:
       bench_cli_usage(out);
       return BENCH_CLI_HELP;
-    case ':':
-      return bad(err, "option '%s' needs a value", argv[optind - 1]);
-    default:
-      return bad(err, "unknown option '%s' (see --help)", argv[optind - 1]);
+    default: { /* ':' (a missing value) or '?' */
+      char msg[512];
+      cli_option_error(long_opts, argv[optind - 1], optopt < 256 ? optopt : 0, msg, sizeof msg);
+      return bad(err, "%s (see --help)", msg);
+    }
     }
   }
   if (optind < argc) {

@@ -264,7 +264,7 @@ static int render_main(const struct bench_opts *opts)
   env.opts = opts;
   if (bench_load_json(opts->render, &r) < 0) {
     if (r.cells == NULL && access(opts->render, R_OK) != 0) {
-      fprintf(stderr, "diskgate bench: cannot read %s\n", opts->render);
+      fprintf(stderr, "diskgate bench: cannot read %s: %s\n", opts->render, strerror(errno));
     }
     return 2;
   }

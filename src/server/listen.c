@@ -48,6 +48,9 @@ int listen_parse_address(const char *text, char *host, size_t host_size, unsigne
     if (colon != NULL && strchr(text, ':') != colon) {
       return -EINVAL; /* an IPv6 address needs brackets */
     }
+    if (colon == NULL && text[0] != '\0' && strspn(text, "0123456789") == strlen(text)) {
+      return -EINVAL; /* a bare port ("--listen 10809", qemu-nbd's -p habit), not a host */
+    }
     hlen = colon != NULL ? (size_t)(colon - text) : strlen(text);
     if (hlen >= host_size) {
       return -EINVAL;
@@ -82,11 +85,12 @@ int listen_open_tcp(struct listener *l, const char *host, unsigned port)
   l->fd = -1;
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV | AI_NUMERICHOST;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV; /* HOST may be a name, as for qemu-nbd -b */
   snprintf(port_text, sizeof port_text, "%u", port);
   rc = getaddrinfo(host, port_text, &hints, &res);
   if (rc != 0) {
-    return -EINVAL;
+    return rc == EAI_NONAME || rc == EAI_NODATA || rc == EAI_FAIL || rc == EAI_AGAIN ? -ENOENT
+                                                                                   : -EINVAL;
   }
   fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {

@@ -12,16 +12,19 @@
 struct listener {
   int fd;
   char *unix_path; /* owned; NULL for TCP. Unlinked on close. */
-  char host[64];   /* TCP: the numeric address bound */
+  char host[64];   /* TCP: the host as given (an address or a name) */
   unsigned port;   /* TCP: the port bound (resolved when 0 was asked) */
 };
 
-/* Splits "HOST:PORT", "[V6]:PORT", "HOST" or ":PORT" (bytes of text; default port 10809).
- * Returns 0, or -EINVAL naming nothing (the caller prints the text). */
+/* Splits "HOST:PORT", "[V6]:PORT", "HOST" or ":PORT" (bytes of text; default port 10809,
+ * default host 127.0.0.1). HOST is an address or a name. A bare number ("10809") is refused:
+ * it is a port without its host. Returns 0, or -EINVAL naming nothing (the caller prints
+ * the text). */
 int listen_parse_address(const char *text, char *host, size_t host_size, unsigned *port);
 
-/* Binds and listens on TCP host:port. Returns 0, or -errno (-EADDRINUSE, -EADDRNOTAVAIL,
- * -EINVAL for an unresolvable numeric host). */
+/* Binds and listens on TCP host:port; a host name is resolved (getaddrinfo) and its first
+ * address is bound. Returns 0, or -errno (-EADDRINUSE, -EADDRNOTAVAIL, -ENOENT when the
+ * host does not resolve, -EINVAL for any other getaddrinfo failure). */
 int listen_open_tcp(struct listener *l, const char *host, unsigned port);
 
 /* Binds and listens on a Unix socket at `path`, replacing a stale socket file but refusing

@@ -24,15 +24,17 @@
 #include "server/loop.h"
 #include "server/server.h"
 #include "server/tls.h"
+#include "util/cli.h"
 #include "util/log.h"
 
 static const char serve_usage[] =
   "Usage: diskgate serve [OPTIONS] PATH\n"
   "Serve PATH (a raw image file, a block device or partition, a character device, or\n"
-  "rbd:POOL/IMAGE[@SNAP]) over NBD until SIGINT or SIGTERM.\n"
+  "rbd:POOL/IMAGE[@SNAP]) over NBD until SIGINT, SIGTERM or SIGHUP.\n"
   "\n"
   "  --export NAME          export name clients ask for (default: the empty name)\n"
-  "  --listen HOST:PORT     TCP listener (default 127.0.0.1:10809; IPv6 as [ADDR]:PORT)\n"
+  "  --listen HOST:PORT     TCP listener; HOST an address or a name, IPv6 as [ADDR]:PORT\n"
+  "                         (default 127.0.0.1:10809; :PORT means 127.0.0.1)\n"
   "  --socket PATH          Unix socket listener (with --listen, both listen)\n"
   "  --read-only            refuse WRITE, TRIM and WRITE_ZEROES (NBD_EPERM)\n"
   "  --sync full|fsync|none durability of FLUSH and FUA (default full):\n"
@@ -235,11 +237,11 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
     case OPT_HELP:
       fputs(serve_usage, stdout);
       return 0;
-    default:
-      if (optopt != 0) {
-        return bad_usage("option '%s' needs a value", argv[optind - 1]);
-      }
-      return bad_usage("unknown option '%s'", argv[optind - 1]);
+    default: {
+      char msg[512];
+      return bad_usage("%s", cli_option_error(longopts, argv[optind - 1], optopt < 256 ? optopt : 0,
+                                              msg, sizeof msg));
+    }
     }
   }
   if (optind >= argc) {
@@ -352,7 +354,8 @@ static int open_listeners(const struct serve_config *cfg, struct listener *ls, s
       rc = listen_open_tcp(&ls[*n], host, port);
     }
     if (rc < 0) {
-      fprintf(stderr, "diskgate serve: cannot listen on %s: %s\n", addr, strerror(-rc));
+      fprintf(stderr, "diskgate serve: cannot listen on %s: %s\n", addr,
+              rc == -ENOENT ? "no such host" : strerror(-rc));
       return 2;
     }
     (*n)++;
@@ -469,11 +472,14 @@ int serve_main(int argc, char **argv)
   if (status != 0) {
     return status;
   }
-  /* Every thread inherits a mask without SIGINT/SIGTERM; the main thread reads them from a
-   * signalfd. SIGPIPE is ignored: sends use MSG_NOSIGNAL, this is for belt and braces. */
+  /* Every thread inherits a mask without SIGINT/SIGTERM/SIGHUP; the main thread reads them
+   * from a signalfd, and each one shuts down cleanly (SIGHUP too, as nbdkit does: a closed
+   * terminal must not leave the socket file and requests in flight behind). SIGPIPE is
+   * ignored: sends use MSG_NOSIGNAL, this is for belt and braces. */
   sigemptyset(&mask);
   sigaddset(&mask, SIGINT);
   sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &mask, NULL);
   signal(SIGPIPE, SIG_IGN);
   sfd = signalfd(-1, &mask, SFD_CLOEXEC);
@@ -552,7 +558,7 @@ int serve_main(int argc, char **argv)
     }
   }
   sig = listen_run(&server, ls, nls, sfd);
-  log_info("signal %d: finishing in-flight requests, then exiting", sig);
+  log_info("signal %d (%s): finishing in-flight requests, then exiting", sig, strsignal(sig));
   for (size_t i = 0; i < nls; i++) {
     listen_close(&ls[i]);
   }

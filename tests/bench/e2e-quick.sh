@@ -96,5 +96,11 @@ PYEOF
   fail "diskgate bench --render failed"
 cmp -s "$out/bench.md" "$T/again/bench.md" || fail "--render gave a different bench.md"
 cmp -s "$out/bench.md" "$T/again.stdout" || fail "--render printed a different table"
+# --render of a file that is not there: exit 2, one line with the reason (it gave none)
+rc=0
+"$DISKGATE" bench --render "$T/none.json" --out "$T/none" >/dev/null 2>"$T/none.err" || rc=$?
+assert_eq "$rc" 2 "exit status of --render on a missing file"
+assert_eq "$(cat "$T/none.err")" "diskgate bench: cannot read $T/none.json: No such file or directory" \
+  "--render's message for a missing file"
 
 pass "diskgate bench --profile quick: $(grep -c '^| ' "$out/bench.md") table lines, all positive"

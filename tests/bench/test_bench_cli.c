@@ -136,6 +136,29 @@ static void test_bad_command_lines(void **state)
   }
 }
 
+/* Each kind of refused option is named as what it is (it used to say "needs a value" or
+ * "unknown option '--keep=1'" for a value given to an option that takes none). */
+static void test_option_errors_name_the_fault(void **state)
+{
+  static const char *const cases[][3] = {
+    { "--keep=1", NULL, "option '--keep' takes no value" },
+    { "-x", NULL, "unknown option '-x'" },
+    { "--runs", NULL, "option '--runs' needs a value" },
+    { "--r", "3", "option '--r' is ambiguous (--runs, --runtime" },
+    { "--frobnicate=2", NULL, "unknown option '--frobnicate'" },
+  };
+  struct bench_opts o;
+  char err[512];
+
+  (void)state;
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    assert_int_equal(parse(&o, err, sizeof(err), cases[i][0], cases[i][1], NULL), -EINVAL);
+    if (strstr(err, cases[i][2]) == NULL) {
+      fail_msg("'%s': got \"%s\", want \"%s\"", cases[i][0], err, cases[i][2]);
+    }
+  }
+}
+
 static void test_select(void **state)
 {
   static struct bench_results r;
@@ -248,6 +271,7 @@ int main(void)
     cmocka_unit_test(test_sizes),
     cmocka_unit_test(test_profile_defaults),
     cmocka_unit_test(test_bad_command_lines),
+    cmocka_unit_test(test_option_errors_name_the_fault),
     cmocka_unit_test(test_select),
     cmocka_unit_test(test_profile_rbd),
   };

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Bad command lines: `diskgate serve` exits 2 promptly, prints nothing on stdout and exactly
 # one line on stderr, and that line names the problem (the option, value or path at fault).
-# Cases: unknown option, --sync/--cache bogus, --threads 0, an option without its value,
+# Cases: unknown long and short options, a value given to an option that takes none, an
+# ambiguous abbreviation, --sync/--cache bogus, --threads 0, an option without its value,
 # missing PATH, two PATHs, a missing file, a directory, a file already served by another
-# diskgate, --listen 'bad::addr', a port out of range, a Unix socket another diskgate is
-# accepting on. The first server keeps working afterwards.
+# diskgate, --listen 'bad::addr', a bare port, a host that does not resolve, a port out of
+# range, a Unix socket another diskgate is accepting on. The first server keeps working afterwards.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"
 export PYTHONDONTWRITEBYTECODE=1   # no __pycache__ in the source tree
@@ -32,7 +33,15 @@ bad --bogus       "${L[@]}" --bogus "$T/a.img"
 bad bogus         "${L[@]}" --sync bogus "$T/a.img"
 bad --cache       "${L[@]}" --cache bogus "$T/a.img"
 bad --threads     "${L[@]}" --threads 0 "$T/a.img"
-bad --export      "${L[@]}" --export
+bad "'--export' needs a value" "${L[@]}" --export
+# each kind of refused option named as what it is (all three used to say "needs a value")
+bad "unknown option '-r'"       "${L[@]}" -r "$T/a.img"
+bad "'--read-only' takes no value" "${L[@]}" --read-only=yes "$T/a.img"
+bad "'--s' is ambiguous"        "${L[@]}" --s x "$T/a.img"
+bad "unknown option '--bogus'"  "${L[@]}" --bogus=1 "$T/a.img"
+# a bare port is not an address (it used to be bound as the IPv4 address 0.0.47.165)
+bad "HOST:PORT"   --socket "$T/bad.sock" --listen 12101 "$T/a.img"
+bad "no such host" --socket "$T/bad.sock" --listen nosuchhost.invalid:1 "$T/a.img"
 bad path          "${L[@]}"
 bad "$T/b.img"    "${L[@]}" "$T/a.img" "$T/b.img"
 bad "$T/missing.img" "${L[@]}" "$T/missing.img"

@@ -166,6 +166,18 @@ static void test_port_sign_space_and_wrap_einval(void **state)
   check_ok("1.2.3.4:080", "1.2.3.4", 80);
 }
 
+/* A bare number is a port given without its host (qemu-nbd's -p habit); it used to be
+ * taken as an IPv4 address in inet_aton's one-number form (10809 = 0.0.42.57). Names and
+ * dotted addresses that start with digits still parse. */
+static void test_bare_number_einval(void **state)
+{
+  (void)state;
+  check_einval("10809");
+  check_einval("0");
+  check_ok("10.0.0.1", "10.0.0.1", 10809);
+  check_ok("1host:7", "1host", 7);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -184,6 +196,7 @@ int main(void)
       cmocka_unit_test(test_host_too_long_einval),
       cmocka_unit_test(test_port_only_host_buffer_too_small_einval),
       cmocka_unit_test(test_port_sign_space_and_wrap_einval),
+      cmocka_unit_test(test_bare_number_einval),
   };
 
   return cmocka_run_group_tests(tests, NULL, NULL);

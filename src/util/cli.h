@@ -1,0 +1,23 @@
+/* cli.h: one line that names what getopt_long refused, for the subcommands' option parsers
+ * (serve.c, bench_cli.c). getopt_long reports an unknown option, a missing value and a value
+ * given to an option that takes none all the same way ('?' or ':'), and its optopt is the
+ * offending character only for short options; this tells the three apart from the
+ * argument itself. Source: glibc's getopt_long(3) (abbreviations of long options, "--NAME=VALUE").
+ * Threads: any (reads only its arguments). */
+#ifndef DISKGATE_UTIL_CLI_H
+#define DISKGATE_UTIL_CLI_H
+
+#include <getopt.h>
+#include <stddef.h>
+
+/* Writes into msg (at most size bytes, NUL-terminated) what was wrong with the option
+ * getopt_long just refused, e.g. "unknown option '-r' (the options are long ones, --NAME)", "option '--read-only' takes no value", "option '--listen' needs a value",
+ * "option '--s' is ambiguous (--socket, --sync)" or "unknown option '--bogus'".
+ * `longopts` is the table given to getopt_long, ending with a zero entry; `arg` is
+ * argv[optind - 1] right after the refusal (the argument that held the option), and
+ * `short_opt` is optopt when it is a character (below 256), else 0: the long options'
+ * values must be 256 or more, so that optopt tells a short option apart. Returns msg. */
+char *cli_option_error(const struct option *longopts, const char *arg, int short_opt, char *msg,
+                       size_t size);
+
+#endif

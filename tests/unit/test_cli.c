@@ -1,0 +1,103 @@
+/* test_cli.c: unit tests of cli_option_error (util/cli.h): the line that names what
+ * getopt_long refused. The real parsers give it argv[optind - 1] and optopt; these cases
+ * give the same values directly. */
+#include <getopt.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "util/cli.h"
+
+enum { OPT_RUN = 256, OPT_RUNTIME, OPT_READ_ONLY, OPT_SOCKET, OPT_SYNC };
+
+static const struct option opts[] = {
+  {"run", required_argument, NULL, OPT_RUN},
+  {"runtime", required_argument, NULL, OPT_RUNTIME},
+  {"read-only", no_argument, NULL, OPT_READ_ONLY},
+  {"socket", required_argument, NULL, OPT_SOCKET},
+  {"sync", required_argument, NULL, OPT_SYNC},
+  {NULL, 0, NULL, 0},
+};
+
+static void check(const char *arg, int short_opt, const char *expect)
+{
+  char msg[256];
+
+  memset(msg, 'Z', sizeof msg);
+  assert_ptr_equal(cli_option_error(opts, arg, short_opt, msg, sizeof msg), msg);
+  assert_string_equal(msg, expect);
+}
+
+static void test_short_option_is_unknown_whatever_the_argument(void **state)
+{
+  (void)state;
+  /* "-r" alone, and "-rv" where optind has not moved past the element yet, so the
+   * argument given is the one before it */
+  check("-r", 'r', "unknown option '-r' (the options are long ones, --NAME)");
+  check("--read-only", 'r', "unknown option '-r' (the options are long ones, --NAME)");
+}
+
+static void test_value_given_to_an_option_without_one(void **state)
+{
+  (void)state;
+  check("--read-only=yes", 0, "option '--read-only' takes no value");
+  check("--read-only=", 0, "option '--read-only' takes no value");
+  check("--read=1", 0, "option '--read-only' takes no value"); /* an abbreviation */
+}
+
+static void test_missing_value(void **state)
+{
+  (void)state;
+  check("--socket", 0, "option '--socket' needs a value");
+  check("--so", 0, "option '--socket' needs a value");
+}
+
+static void test_exact_name_beats_a_longer_one(void **state)
+{
+  (void)state;
+  check("--run", 0, "option '--run' needs a value");
+  check("--runt", 0, "option '--runtime' needs a value");
+}
+
+static void test_ambiguous_abbreviation_lists_the_candidates(void **state)
+{
+  (void)state;
+  check("--s", 0, "option '--s' is ambiguous (--socket, --sync)");
+  check("--ru=3", 0, "option '--ru' is ambiguous (--run, --runtime)");
+}
+
+static void test_unknown_long_option_without_its_value(void **state)
+{
+  (void)state;
+  check("--bogus", 0, "unknown option '--bogus'");
+  check("--bogus=3", 0, "unknown option '--bogus'");
+  check("--", 0, "unknown option '--'");
+}
+
+static void test_message_is_cut_to_the_buffer(void **state)
+{
+  char msg[16];
+
+  (void)state;
+  assert_ptr_equal(cli_option_error(opts, "--s", 0, msg, sizeof msg), msg);
+  assert_int_equal(strlen(msg), sizeof msg - 1);
+  assert_memory_equal(msg, "option '--s' is", 15);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_short_option_is_unknown_whatever_the_argument),
+    cmocka_unit_test(test_value_given_to_an_option_without_one),
+    cmocka_unit_test(test_missing_value),
+    cmocka_unit_test(test_exact_name_beats_a_longer_one),
+    cmocka_unit_test(test_ambiguous_abbreviation_lists_the_candidates),
+    cmocka_unit_test(test_unknown_long_option_without_its_value),
+    cmocka_unit_test(test_message_is_cut_to_the_buffer),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
