@@ -234,6 +234,15 @@ static void warn_if_image_format(int fd, const char *path)
   }
 }
 
+/* True when the kernel marks the block device at fd read-only (BLKROGET: a read-only loop
+ * device, a write-protected disk, `blockdev --setro`). Errors count as writable. */
+static bool block_device_is_read_only(int fd)
+{
+  int ro = 0;
+
+  return ioctl(fd, BLKROGET, &ro) == 0 && ro != 0;
+}
+
 /* Closes the channels sync_channels_open opened (not fd itself). */
 static void sync_channels_close(struct file_backing *fb)
 {
@@ -281,11 +290,25 @@ int backing_file_open(const char *path, const struct backing_options *opts,
   }
   fb->is_block = S_ISBLK(st.st_mode);
   fb->is_regular = S_ISREG(st.st_mode);
+  if (fb->is_block && !fb->base.opts.read_only && block_device_is_read_only(fb->fd_buffered)) {
+    /* The kernel refuses every write to it (EPERM), although opening it for writing
+     * works: serve it read-only, so clients see NBD_FLAG_READ_ONLY instead of a writable
+     * disk whose every write fails (as nbdkit's file plugin falls back to read-only). */
+    log_info("%s is a read-only block device: serving it read-only", path);
+    close(fb->fd_buffered);
+    fb->base.opts.read_only = true;
+    flags = O_RDONLY;
+    fb->fd_buffered = open_checked(path, flags);
+    if (fb->fd_buffered < 0) {
+      rc = fb->fd_buffered;
+      goto fail;
+    }
+  }
   if (!fb->is_block && !fb->is_regular && !S_ISCHR(st.st_mode)) {
     rc = -EINVAL;
     goto fail;
   }
-  rc = lock_image(fb->fd_buffered, opts->read_only);
+  rc = lock_image(fb->fd_buffered, fb->base.opts.read_only);
   if (rc < 0) {
     goto fail;
   }

@@ -270,9 +270,10 @@ static int render_main(const struct bench_opts *opts)
   }
   rc = bench_env_mkdir_p(opts->out);
   if (rc < 0 || realpath(opts->out, env.out) == NULL) {
-    fprintf(stderr, "diskgate bench: cannot create --out %s\n", opts->out);
+    rc = rc < 0 ? rc : -errno;
+    fprintf(stderr, "diskgate bench: cannot create --out %s: %s\n", opts->out, strerror(-rc));
     free(r.cells);
-    return 1;
+    return 2; /* a bad command line */
   }
   rc = 0;
   if (write_report(&env, "bench.md", bench_report_md_write, &r) < 0 ||
@@ -330,6 +331,16 @@ int bench_main(int argc, char **argv)
   }
   join_command(argc, argv, r.command, sizeof(r.command));
   if (check_tools(&r, &env) < 0) {
+    free(r.cells);
+    return 2;
+  }
+  /* Checked before anything runs: an --out that cannot be made is a bad command line. */
+  rc = bench_env_mkdir_p(r.opts.out);
+  if (rc == 0 && access(r.opts.out, W_OK) != 0) {
+    rc = -errno;
+  }
+  if (rc < 0) {
+    fprintf(stderr, "diskgate bench: cannot create --out %s: %s\n", r.opts.out, strerror(-rc));
     free(r.cells);
     return 2;
   }

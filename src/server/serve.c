@@ -70,6 +70,7 @@ static const char serve_usage[] =
 struct serve_config {
   const char *path;
   const char *export_name;
+  bool export_given;            /* --export seen (it may be given once) */
   const char *listen_addr;
   const char *socket_path;
   const char *pid_file;
@@ -153,6 +154,10 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
   while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
     switch (c) {
     case OPT_EXPORT:
+      if (cfg->export_given) {
+        return bad_usage("%s given twice (one export per server)", "--export");
+      }
+      cfg->export_given = true;
       if (strlen(optarg) > 4096) {
         return bad_usage("export name longer than 4096 bytes%s", "");
       }
@@ -165,10 +170,18 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
         return bad_usage("--listen '%s' is not HOST:PORT (IPv6 as [ADDR]:PORT, port 0-65535)",
                          optarg);
       }
+      if (cfg->listen_addr != NULL) {
+        return bad_usage("%s given twice (one TCP listener per server, and one --socket)",
+                         "--listen");
+      }
       cfg->listen_addr = optarg;
       break;
     }
     case OPT_SOCKET:
+      if (cfg->socket_path != NULL) {
+        return bad_usage("%s given twice (one Unix socket per server, and one --listen)",
+                         "--socket");
+      }
       cfg->socket_path = optarg;
       break;
     case OPT_READ_ONLY:
@@ -512,8 +525,10 @@ int serve_main(int argc, char **argv)
     if (export_is_attached(e)) {
       snprintf(size, sizeof size, "%llu bytes", (unsigned long long)e->backing->geo.size);
     }
+    char name[3 * 64 + 8];
+    log_escape(name, sizeof name, e->name, strlen(e->name)); /* one line whatever its bytes */
     log_info("serving %s as export '%s': %s, sync %s, cache %s, engine %s, %u threads%s",
-             cfg.path, e->name, size, sync_mode_name(cfg.opts.sync),
+             cfg.path, name, size, sync_mode_name(cfg.opts.sync),
              cache_mode_name(cfg.opts.cache), engine_kind_name(cfg.engine), cfg.threads,
              e->read_only ? ", read-only" : "");
     if (cfg.tls != TLS_MODE_OFF) {
@@ -522,7 +537,7 @@ int serve_main(int argc, char **argv)
     if (cfg.opts.sync == SYNC_NONE && !e->read_only) {
       log_warn("export '%s' is UNSAFE (--sync none): FLUSH and FUA are acknowledged without "
                "syncing; acknowledged writes may be lost if the host crashes or loses power",
-               e->name);
+               name);
     }
   }
   if (status != 0) {

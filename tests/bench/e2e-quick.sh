@@ -102,5 +102,11 @@ rc=0
 assert_eq "$rc" 2 "exit status of --render on a missing file"
 assert_eq "$(cat "$T/none.err")" "diskgate bench: cannot read $T/none.json: No such file or directory" \
   "--render's message for a missing file"
+# an --out that cannot be made is a bad command line: exit 2 before anything runs (it was 1)
+rc=0
+"$DISKGATE" bench --out /proc/none/out --size 16M --runtime 1 >/dev/null 2>"$T/out.err" || rc=$?
+assert_eq "$rc" 2 "exit status of an --out that cannot be made"
+assert_eq "$(cat "$T/out.err")" "diskgate bench: cannot create --out /proc/none/out: No such file or directory" \
+  "the message for an --out that cannot be made"
 
 pass "diskgate bench --profile quick: $(grep -c '^| ' "$out/bench.md") table lines, all positive"

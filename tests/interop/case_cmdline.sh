@@ -2,10 +2,11 @@
 # Bad command lines: `diskgate serve` exits 2 promptly, prints nothing on stdout and exactly
 # one line on stderr, and that line names the problem (the option, value or path at fault).
 # Cases: unknown long and short options, a value given to an option that takes none, an
-# ambiguous abbreviation, --sync/--cache bogus, --threads 0, an option without its value,
-# missing PATH, two PATHs, a missing file, a directory, a file already served by another
-# diskgate, --listen 'bad::addr', a bare port, a host that does not resolve, a port out of
-# range, a Unix socket another diskgate is accepting on. The first server keeps working afterwards.
+# ambiguous abbreviation, a repeated --listen/--socket/--export, --sync/--cache bogus,
+# --threads 0, an option without its value, missing PATH, two PATHs, a missing file, a
+# directory, a file already served by another diskgate, --listen 'bad::addr', a bare port, a
+# host that does not resolve, a port out of range, a Unix socket another diskgate is
+# accepting on. The first server keeps working afterwards.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"
 export PYTHONDONTWRITEBYTECODE=1   # no __pycache__ in the source tree
@@ -42,6 +43,10 @@ bad "unknown option '--bogus'"  "${L[@]}" --bogus=1 "$T/a.img"
 # a bare port is not an address (it used to be bound as the IPv4 address 0.0.47.165)
 bad "HOST:PORT"   --socket "$T/bad.sock" --listen 12101 "$T/a.img"
 bad "no such host" --socket "$T/bad.sock" --listen nosuchhost.invalid:1 "$T/a.img"
+# a second --listen, --socket or --export used to replace the first without a word
+bad "--listen given twice" "${L[@]}" --listen 127.0.0.1:1 "$T/a.img"
+bad "--socket given twice" "${L[@]}" --socket "$T/other.sock" "$T/a.img"
+bad "--export given twice" "${L[@]}" --export a --export b "$T/a.img"
 bad path          "${L[@]}"
 bad "$T/b.img"    "${L[@]}" "$T/a.img" "$T/b.img"
 bad "$T/missing.img" "${L[@]}" "$T/missing.img"
