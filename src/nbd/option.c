@@ -132,12 +132,16 @@ size_t nbd_info_text_encode(uint8_t *out, uint16_t info_type, const char *text,
   return 2 + (size_t)length;
 }
 
-size_t nbd_rep_server_encode(uint8_t *out, const char *name, uint32_t length)
+size_t nbd_rep_server_encode(uint8_t *out, const char *name, uint32_t length,
+                             const char *details, uint32_t details_length)
 {
-  assert(length <= NBD_MAX_STRING);
+  assert(length <= NBD_MAX_STRING && details_length <= NBD_MAX_STRING);
   bytes_put_be32(out, length);
   memcpy(out + 4, name, length);
-  return 4 + (size_t)length;
+  if (details_length > 0) {
+    memcpy(out + 4 + length, details, details_length);
+  }
+  return 4 + (size_t)length + details_length;
 }
 
 size_t nbd_export_name_reply_encode(uint8_t out[134], uint64_t size,

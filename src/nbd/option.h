@@ -97,9 +97,13 @@ size_t nbd_info_block_size_encode(uint8_t out[14], uint32_t minimum, uint32_t pr
 size_t nbd_info_text_encode(uint8_t *out, uint16_t info_type, const char *text,
                             uint32_t length);
 
-/* NBD_REP_SERVER payload for NBD_OPT_LIST: 32-bit name length then name.
- * `out` must hold 4 + length bytes. Returns the bytes written. */
-size_t nbd_rep_server_encode(uint8_t *out, const char *name, uint32_t length);
+/* NBD_REP_SERVER payload for NBD_OPT_LIST: 32-bit name length, the name, then `details`
+ * (details_length bytes, no NUL; 0 for none): the spec's "implementation-specific details",
+ * a string for display, where libnbd's `nbdinfo --list` reads the export's description.
+ * `out` must hold 4 + length + details_length bytes; each length is at most NBD_MAX_STRING.
+ * Returns the bytes written. Source: doc/proto.md, NBD_REP_SERVER. */
+size_t nbd_rep_server_encode(uint8_t *out, const char *name, uint32_t length,
+                             const char *details, uint32_t details_length);
 
 /* The 10 or 134 bytes that end a successful NBD_OPT_EXPORT_NAME: size, flags, and
  * 124 zero bytes unless NO_ZEROES was negotiated. `out` must hold 134 bytes.

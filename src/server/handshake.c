@@ -195,14 +195,19 @@ static int option_export_name(struct conn *c, const uint8_t *payload, uint32_t l
 
 static int option_list(struct conn *c, uint32_t length)
 {
-  uint8_t buf[4 + NBD_MAX_STRING];
+  uint8_t buf[4 + 2 * NBD_MAX_STRING];
 
   if (length != 0) {
     return reply_error(c, NBD_OPT_LIST, NBD_REP_ERR_INVALID, "NBD_OPT_LIST takes no data");
   }
   for (size_t i = 0; i < c->server->nexports; i++) {
     const struct export *e = c->server->exports[i];
-    size_t n = nbd_rep_server_encode(buf, e->name, (uint32_t)strlen(e->name));
+    /* the description as NBD_INFO_DESCRIPTION gives it; none before a lazy export (RBD)
+     * is attached, whose description is set when it attaches */
+    const char *details = export_is_attached(e) ? e->description : "";
+    size_t dlen = strlen(details);
+    size_t n = nbd_rep_server_encode(buf, e->name, (uint32_t)strlen(e->name), details,
+                                     (uint32_t)(dlen > NBD_MAX_STRING ? NBD_MAX_STRING : dlen));
     int rc = reply_send(c, NBD_OPT_LIST, NBD_REP_SERVER, buf, (uint32_t)n);
     if (rc < 0) {
       return rc;

@@ -15,6 +15,10 @@ for uri in "$DG_TCP" "$DG_UNIX"; do
   if nbdinfo "${uri/vm1/nosuch}" >/dev/null 2>&1; then fail "unknown export accepted"; fi
 done
 nbdinfo --list "$DG_TCP" | grep -q 'export="vm1"' || fail "nbdinfo --list does not show vm1"
+# The description rides in NBD_REP_SERVER's details, where nbdinfo --list reads it (it used
+# to show none, while plain nbdinfo, through NBD_INFO_DESCRIPTION, did).
+assert_eq "$(nbdinfo --list --json "$DG_UNIX" | $PY -c 'import json, sys; print(json.load(sys.stdin)["exports"][0]["description"])')" \
+  "raw file" "the description nbdinfo --list shows"
 # qemu-nbd --list too, over both transports: the export, its size and its meta context.
 for args in "-k $DG_SOCK" "-b 127.0.0.1 -p $DG_PORT"; do
   out=$(qemu-nbd --list $args) || fail "qemu-nbd --list $args"

@@ -117,7 +117,7 @@ static void check_info(const uint8_t *payload, uint32_t length, uint8_t knobs)
   /* The replies a successful INFO/GO produces, with the requested name echoed. */
   {
     uint8_t buf[2 + NBD_MAX_STRING];
-    uint8_t srv[4 + NBD_MAX_STRING];
+    uint8_t srv[4 + NBD_MAX_STRING + 8];
     char name[NBD_MAX_STRING + 1];
     size_t n;
     uint32_t minimum = 1u << (knobs & 15), preferred = 512u << ((knobs >> 4) & 7);
@@ -127,8 +127,9 @@ static void check_info(const uint8_t *payload, uint32_t length, uint8_t knobs)
     n = nbd_info_text_encode(buf, NBD_INFO_NAME, name, req.name_length);
     CHECK(n == 2u + req.name_length && bytes_get_be16(buf) == NBD_INFO_NAME);
     CHECK(memcmp(buf + 2, req.name, req.name_length) == 0);
-    n = nbd_rep_server_encode(srv, name, req.name_length);
-    CHECK(n == 4u + req.name_length && bytes_get_be32(srv) == req.name_length);
+    n = nbd_rep_server_encode(srv, name, req.name_length, "raw file", 8);
+    CHECK(n == 12u + req.name_length && bytes_get_be32(srv) == req.name_length);
+    CHECK(memcmp(srv + 4 + req.name_length, "raw file", 8) == 0);
     n = nbd_info_export_encode(buf, (uint64_t)length << 20, (uint16_t)length);
     CHECK(n == 12 && bytes_get_be16(buf) == NBD_INFO_EXPORT);
     if (nbd_block_size_valid(minimum, preferred, length)) {

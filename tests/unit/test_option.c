@@ -615,10 +615,15 @@ static void test_rep_server_encode(void **state)
 
   (void)state;
   memset(out, 0xEE, sizeof out);
-  assert_int_equal(nbd_rep_server_encode(out, "vm01", 4), 8);
+  assert_int_equal(nbd_rep_server_encode(out, "vm01", 4, NULL, 0), 8);
   assert_memory_equal(out, expect, sizeof expect);
-  assert_int_equal(nbd_rep_server_encode(out, "", 0), 4);
+  assert_int_equal(nbd_rep_server_encode(out, "", 0, "", 0), 4);
   assert_memory_equal(out, "\0\0\0\0", 4);
+  /* the details (the description) follow the name, with no length of their own */
+  memset(out, 0xEE, sizeof out);
+  assert_int_equal(nbd_rep_server_encode(out, "vm", 2, "raw file", 8), 14);
+  assert_memory_equal(out, "\0\0\0\2vmraw file", 14);
+  assert_int_equal(out[14], 0xEE);
 }
 
 /* ---- end of a successful NBD_OPT_EXPORT_NAME ---- */
