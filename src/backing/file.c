@@ -276,6 +276,16 @@ int backing_file_open(const char *path, const struct backing_options *opts,
     fb->sync_fd[i] = -1;
   }
   fb->fd_buffered = open_checked(path, flags);
+  if (fb->fd_buffered == -EROFS && !fb->base.opts.read_only) {
+    /* A write-protected disk (sd, sr) or a file on a read-only mount refuses O_RDWR
+     * itself: serve it read-only, as nbdkit's file plugin does, and say so. */
+    flags = O_RDONLY;
+    fb->fd_buffered = open_checked(path, flags);
+    if (fb->fd_buffered >= 0) {
+      log_info("%s is on read-only storage: serving it read-only", path);
+      fb->base.opts.read_only = true;
+    }
+  }
   if (fb->fd_buffered < 0) {
     rc = fb->fd_buffered;
     goto fail;
@@ -294,15 +304,16 @@ int backing_file_open(const char *path, const struct backing_options *opts,
     /* The kernel refuses every write to it (EPERM), although opening it for writing
      * works: serve it read-only, so clients see NBD_FLAG_READ_ONLY instead of a writable
      * disk whose every write fails (as nbdkit's file plugin falls back to read-only). */
-    log_info("%s is a read-only block device: serving it read-only", path);
-    close(fb->fd_buffered);
-    fb->base.opts.read_only = true;
-    flags = O_RDONLY;
-    fb->fd_buffered = open_checked(path, flags);
-    if (fb->fd_buffered < 0) {
-      rc = fb->fd_buffered;
+    int ro = reopen_same(fb, path, O_RDONLY); /* the same inode, whatever the path is now */
+    if (ro < 0) {
+      rc = ro;
       goto fail;
     }
+    log_info("%s is a read-only block device: serving it read-only", path);
+    close(fb->fd_buffered);
+    fb->fd_buffered = ro;
+    fb->base.opts.read_only = true;
+    flags = O_RDONLY;
   }
   if (!fb->is_block && !fb->is_regular && !S_ISCHR(st.st_mode)) {
     rc = -EINVAL;

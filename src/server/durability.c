@@ -194,7 +194,7 @@ static void sync_failed_mark(struct export *e, int result)
   if (!atomic_exchange(&e->sync_failed, true)) {
     log_error("export '%s': sync failed (%s); this FLUSH and every later one fail with EIO "
               "until restart (the page cache may have dropped the unwritten data)",
-              e->name, strerror(result < 0 ? -result : EIO));
+              e->log_name, strerror(result < 0 ? -result : EIO));
   }
 }
 
@@ -255,7 +255,7 @@ static void sync_start(struct gc_slot *slot)
   sop->nonblocking = true;
   rc = backing_submit(gc->export->backing, sop);
   if (rc < 0) {
-    log_warn("export '%s': cannot submit a sync: %s", gc->export->name, strerror(-rc));
+    log_warn("export '%s': cannot submit a sync: %s", gc->export->log_name, strerror(-rc));
     sync_finish(slot, rc, false);
   }
 }

@@ -29,8 +29,14 @@ static int export_alloc(const char *name, bool read_only, enum sync_mode sync,
   }
   e->name = strdup(name);
   e->description = strdup("");
-  if (e->name == NULL || e->description == NULL || durability_export_open(e) < 0) {
+  e->log_name = malloc(EXPORT_LOG_NAME_MAX);
+  if (e->log_name != NULL) {
+    log_escape(e->log_name, EXPORT_LOG_NAME_MAX, name, strlen(name));
+  }
+  if (e->name == NULL || e->description == NULL || e->log_name == NULL ||
+      durability_export_open(e) < 0) {
     free(e->name);
+    free(e->log_name);
     free(e->description);
     free(e);
     return -ENOMEM;
@@ -150,7 +156,7 @@ int export_attach(struct export *e)
   } else if (e->attach_error < 0 && retry_too_soon(&e->attach_failed_at)) {
     rc = e->attach_error;
   } else {
-    log_info("export '%s': opening %s (first NBD_OPT_GO)", e->name, e->spec);
+    log_info("export '%s': opening %s (first NBD_OPT_GO)", e->log_name, e->spec);
     atomic_store(&e->attaching, true);
     rc = backing_open(e->spec, &e->opts, &b);
     atomic_store(&e->attaching, false);
@@ -162,14 +168,14 @@ int export_attach(struct export *e)
     }
     if (rc == 0) {
       e->attach_error = 0;
-      log_info("export '%s': %s attached, %llu bytes%s", e->name, e->spec,
+      log_info("export '%s': %s attached, %llu bytes%s", e->log_name, e->spec,
                (unsigned long long)e->backing->geo.size, e->read_only ? ", read-only" : "");
       atomic_store_explicit(&e->attached, true, memory_order_release);
     } else {
       e->attach_error = rc;
       clock_gettime(CLOCK_MONOTONIC, &e->attach_failed_at);
       log_error("export '%s': cannot open %s: %s (clients get NBD_REP_ERR_UNKNOWN; retried "
-                "at the next NBD_OPT_GO)", e->name, e->spec, strerror(-rc));
+                "at the next NBD_OPT_GO)", e->log_name, e->spec, strerror(-rc));
     }
   }
   pthread_mutex_unlock(&e->attach_lock);
@@ -220,6 +226,7 @@ void export_destroy(struct export *e)
   pthread_mutex_destroy(&e->attach_lock);
   free(e->spec);
   free(e->name);
+  free(e->log_name);
   free(e->description);
   free(e);
 }

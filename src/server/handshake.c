@@ -183,7 +183,8 @@ static int option_export_name(struct conn *c, const uint8_t *payload, uint32_t l
     return -ENOENT;
   }
   if (export_attach(e) < 0) {
-    log_info("%s: export '%s' unavailable in NBD_OPT_EXPORT_NAME; closing", c->peer, e->name);
+    log_info("%s: export '%s' unavailable in NBD_OPT_EXPORT_NAME; closing", c->peer,
+             e->log_name);
     return -ENOENT;
   }
   c->export = e;

@@ -75,11 +75,31 @@ int listen_parse_address(const char *text, char *host, size_t host_size, unsigne
   return 0;
 }
 
+/* A socket bound and listening at one resolved address. Returns the fd or -errno. */
+static int bind_one(const struct addrinfo *ai)
+{
+  int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, rc;
+
+  if (fd < 0) {
+    return -errno;
+  }
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (ai->ai_family == AF_INET6) {
+    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  }
+  if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 128) < 0) {
+    rc = -errno;
+    close(fd);
+    return rc;
+  }
+  return fd;
+}
+
 int listen_open_tcp(struct listener *l, const char *host, unsigned port)
 {
   struct addrinfo hints = {0}, *res = NULL;
   char port_text[16];
-  int fd, one = 1, rc;
+  int fd = -EADDRNOTAVAIL, rc;
 
   memset(l, 0, sizeof *l);
   l->fd = -1;
@@ -89,26 +109,28 @@ int listen_open_tcp(struct listener *l, const char *host, unsigned port)
   snprintf(port_text, sizeof port_text, "%u", port);
   rc = getaddrinfo(host, port_text, &hints, &res);
   if (rc != 0) {
-    return rc == EAI_NONAME || rc == EAI_NODATA || rc == EAI_FAIL || rc == EAI_AGAIN ? -ENOENT
-                                                                                   : -EINVAL;
+    if (rc == EAI_SYSTEM) {
+      return errno != 0 ? -errno : -EINVAL;
+    }
+    return rc == EAI_AGAIN ? -EAGAIN
+           : rc == EAI_NONAME || rc == EAI_NODATA || rc == EAI_FAIL ? -ENOENT : -EINVAL;
   }
-  fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    rc = -errno;
-    freeaddrinfo(res);
-    return rc;
-  }
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (res->ai_family == AF_INET6) {
-    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-  }
-  if (bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 128) < 0) {
-    rc = -errno;
-    close(fd);
-    freeaddrinfo(res);
-    return rc;
+  /* The first address that binds: a name such as localhost may list ::1 before 127.0.0.1,
+   * and IPv6 may be off. The first failure is the one reported when none binds. */
+  for (const struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
+    int r = bind_one(ai);
+    if (r >= 0) {
+      fd = r;
+      break;
+    }
+    if (ai == res) {
+      fd = r;
+    }
   }
   freeaddrinfo(res);
+  if (fd < 0) {
+    return fd;
+  }
   {
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;

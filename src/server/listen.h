@@ -12,7 +12,7 @@
 struct listener {
   int fd;
   char *unix_path; /* owned; NULL for TCP. Unlinked on close. */
-  char host[64];   /* TCP: the host as given (an address or a name) */
+  char host[256];  /* TCP: the host as given (an address or a name) */
   unsigned port;   /* TCP: the port bound (resolved when 0 was asked) */
 };
 
@@ -22,9 +22,10 @@ struct listener {
  * the text). */
 int listen_parse_address(const char *text, char *host, size_t host_size, unsigned *port);
 
-/* Binds and listens on TCP host:port; a host name is resolved (getaddrinfo) and its first
- * address is bound. Returns 0, or -errno (-EADDRINUSE, -EADDRNOTAVAIL, -ENOENT when the
- * host does not resolve, -EINVAL for any other getaddrinfo failure). */
+/* Binds and listens on TCP host:port; a host name is resolved (getaddrinfo) and the first of
+ * its addresses that binds is used. Returns 0, or -errno: the first address's bind error
+ * (-EADDRINUSE, -EADDRNOTAVAIL, ...) when none binds, -ENOENT when the host does not
+ * resolve, -EAGAIN when the resolver failed for now, -EINVAL for other getaddrinfo errors. */
 int listen_open_tcp(struct listener *l, const char *host, unsigned port);
 
 /* Binds and listens on a Unix socket at `path`, replacing a stale socket file but refusing

@@ -1,6 +1,6 @@
 /* serve.c: `diskgate serve [OPTIONS] PATH`: parses the command line (getopt_long), opens the
  * backing and the export, binds the listeners, prints one URI per listener (doc/uri.md),
- * then accepts until SIGINT/SIGTERM, drains the connections and exits 0. */
+ * then accepts until SIGINT/SIGTERM/SIGHUP, drains the connections and exits 0. */
 #include "server/serve.h"
 
 #include <errno.h>
@@ -32,10 +32,10 @@ static const char serve_usage[] =
   "Serve PATH (a raw image file, a block device or partition, a character device, or\n"
   "rbd:POOL/IMAGE[@SNAP]) over NBD until SIGINT, SIGTERM or SIGHUP.\n"
   "\n"
-  "  --export NAME          export name clients ask for (default: the empty name)\n"
+  "  --export NAME          export name clients ask for (default: the empty name; once)\n"
   "  --listen HOST:PORT     TCP listener; HOST an address or a name, IPv6 as [ADDR]:PORT\n"
-  "                         (default 127.0.0.1:10809; :PORT means 127.0.0.1)\n"
-  "  --socket PATH          Unix socket listener (with --listen, both listen)\n"
+  "                         (default 127.0.0.1:10809; :PORT means 127.0.0.1; once)\n"
+  "  --socket PATH          Unix socket listener (with --listen, both listen; once)\n"
   "  --read-only            refuse WRITE, TRIM and WRITE_ZEROES (NBD_EPERM)\n"
   "  --sync full|fsync|none durability of FLUSH and FUA (default full):\n"
   "       full   FLUSH replies after fdatasync (F_FULLFSYNC on macOS) covering every\n"
@@ -64,7 +64,7 @@ static const char serve_usage[] =
   "                         if DIR/ca-cert.pem exists, clients must present a certificate\n"
   "                         it signed (DIR/ca-crl.pem, if present, lists revoked ones)\n"
   "  --tls-psk FILE         pre-shared keys instead: `username:hexkey` lines\n"
-  "  --verbose              log every connection\n"
+  "  --verbose              log each connection that reaches transmission: start, end\n"
   "  --help                 this text\n";
 
 struct serve_config {
@@ -164,7 +164,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
       cfg->export_name = optarg;
       break;
     case OPT_LISTEN: {
-      char host[64];
+      char host[256];
       unsigned port;
       if (listen_parse_address(optarg, host, sizeof host, &port) < 0) {
         return bad_usage("--listen '%s' is not HOST:PORT (IPv6 as [ADDR]:PORT, port 0-65535)",
@@ -252,7 +252,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
       return 0;
     default: {
       char msg[512];
-      return bad_usage("%s", cli_option_error(longopts, argv[optind - 1], optopt < 256 ? optopt : 0,
+      return bad_usage("%s", cli_option_error(longopts, argv[optind - 1], optopt >= 256 ? 0 : optopt,
                                               msg, sizeof msg));
     }
     }
@@ -353,9 +353,9 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
  * on stderr and nothing on stdout. Returns 0 or an exit status (listeners closed). */
 static int open_listeners(const struct serve_config *cfg, struct listener *ls, size_t *n)
 {
-  /* A URI holds the export name (4096 bytes, each up to 3 when percent-encoded) and a
-   * socket path (108 bytes, likewise). */
-  char host[64], uri[3 * 4096 + 3 * 108 + 64], abs[PATH_MAX];
+  /* A URI holds the export name (4096 bytes, each up to 3 when percent-encoded), a socket
+   * path (108 bytes, likewise) or a host (256 bytes, likewise). */
+  char host[256], uri[3 * 4096 + 3 * 108 + 3 * 256 + 64], abs[PATH_MAX];
   unsigned port;
   int rc;
 
@@ -368,7 +368,9 @@ static int open_listeners(const struct serve_config *cfg, struct listener *ls, s
     }
     if (rc < 0) {
       fprintf(stderr, "diskgate serve: cannot listen on %s: %s\n", addr,
-              rc == -ENOENT ? "no such host" : strerror(-rc));
+              rc == -ENOENT   ? "no such host"
+              : rc == -EAGAIN ? "the host name could not be resolved now; try again"
+                              : strerror(-rc));
       return 2;
     }
     (*n)++;
@@ -487,12 +489,19 @@ int serve_main(int argc, char **argv)
   }
   /* Every thread inherits a mask without SIGINT/SIGTERM/SIGHUP; the main thread reads them
    * from a signalfd, and each one shuts down cleanly (SIGHUP too, as nbdkit does: a closed
-   * terminal must not leave the socket file and requests in flight behind). SIGPIPE is
-   * ignored: sends use MSG_NOSIGNAL, this is for belt and braces. */
+   * terminal must not leave the socket file and requests in flight behind), except a SIGHUP
+   * that was ignored when diskgate started (nohup): a blocked signal is delivered even when
+   * ignored, so it is left out of the mask. SIGPIPE is ignored: sends use MSG_NOSIGNAL,
+   * this is for belt and braces. */
   sigemptyset(&mask);
   sigaddset(&mask, SIGINT);
   sigaddset(&mask, SIGTERM);
-  sigaddset(&mask, SIGHUP);
+  {
+    struct sigaction hup;
+    if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler != SIG_IGN) {
+      sigaddset(&mask, SIGHUP); /* not under nohup: a SIGHUP ignored at start stays ignored */
+    }
+  }
   pthread_sigmask(SIG_BLOCK, &mask, NULL);
   signal(SIGPIPE, SIG_IGN);
   sfd = signalfd(-1, &mask, SFD_CLOEXEC);
@@ -525,8 +534,7 @@ int serve_main(int argc, char **argv)
     if (export_is_attached(e)) {
       snprintf(size, sizeof size, "%llu bytes", (unsigned long long)e->backing->geo.size);
     }
-    char name[3 * 64 + 8];
-    log_escape(name, sizeof name, e->name, strlen(e->name)); /* one line whatever its bytes */
+    const char *name = e->log_name; /* one line whatever its bytes */
     log_info("serving %s as export '%s': %s, sync %s, cache %s, engine %s, %u threads%s",
              cfg.path, name, size, sync_mode_name(cfg.opts.sync),
              cache_mode_name(cfg.opts.cache), engine_kind_name(cfg.engine), cfg.threads,

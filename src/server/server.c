@@ -57,10 +57,8 @@ static void *conn_main(void *arg)
   }
   pthread_mutex_unlock(&s->lock);
   if (rc == 0) {
-    char name[3 * 64 + 8];
     set_recv_timeout(c->transport.fd, 0); /* no idle timeout once negotiated */
-    log_debug("%s: transmission on export '%s'", c->peer,
-              log_escape(name, sizeof name, c->export->name, strlen(c->export->name)));
+    log_debug("%s: transmission on export '%s'", c->peer, c->export->log_name);
     if (s->nloops == 0 || transport_is_tls(&c->transport) ||
         loop_serve_conn(s->loops, s->nloops, c) < 0) {
       conn_transmission_run(c); /* the thread path: TLS, --engine threads, or no loop */

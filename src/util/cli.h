@@ -2,8 +2,8 @@
  * (serve.c, bench_cli.c). getopt_long reports an unknown option, a missing value and a value
  * given to an option that takes none all the same way ('?' or ':'), and its optopt is the
  * offending character only for short options; this tells the three apart from the
- * argument itself. Source: glibc's getopt_long(3) (abbreviations of long options, "--NAME=VALUE").
- * Threads: any (reads only its arguments). */
+ * argument itself. Source: glibc's getopt_long(3) (abbreviations of long options,
+ * "--NAME=VALUE"). Threads: any (reads only its arguments). */
 #ifndef DISKGATE_UTIL_CLI_H
 #define DISKGATE_UTIL_CLI_H
 
@@ -15,8 +15,10 @@
  * "option '--s' is ambiguous (--socket, --sync)" or "unknown option '--bogus'".
  * `longopts` is the table given to getopt_long, ending with a zero entry; `arg` is
  * argv[optind - 1] right after the refusal (the argument that held the option), and
- * `short_opt` is optopt when it is a character (below 256), else 0: the long options'
- * values must be 256 or more, so that optopt tells a short option apart. Returns msg. */
+ * `short_opt` is optopt when it is a character (below 256; negative for a byte above 0x7f,
+ * which glibc keeps in a signed char), else 0: the long options' values must be 256 or
+ * more, so that optopt tells a short option apart. The argument's bytes are shown escaped
+ * (log_escape), so the message stays one line. Returns msg. */
 char *cli_option_error(const struct option *longopts, const char *arg, int short_opt, char *msg,
                        size_t size);
 

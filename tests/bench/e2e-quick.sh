@@ -108,5 +108,11 @@ rc=0
 assert_eq "$rc" 2 "exit status of an --out that cannot be made"
 assert_eq "$(cat "$T/out.err")" "diskgate bench: cannot create --out /proc/none/out: No such file or directory" \
   "the message for an --out that cannot be made"
+touch "$T/afile"   # an --out that is a file: exit 2 as well (it was 1, after the checks)
+rc=0
+"$DISKGATE" bench --out "$T/afile" --size 16M --runtime 1 >/dev/null 2>"$T/out.err" || rc=$?
+assert_eq "$rc" 2 "exit status of an --out that is a file"
+assert_eq "$(cat "$T/out.err")" "diskgate bench: cannot create --out $T/afile: Not a directory" \
+  "the message for an --out that is a file"
 
 pass "diskgate bench --profile quick: $(grep -c '^| ' "$out/bench.md") table lines, all positive"

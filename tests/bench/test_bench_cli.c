@@ -142,8 +142,8 @@ static void test_option_errors_name_the_fault(void **state)
 {
   static const char *const cases[][3] = {
     { "--keep=1", NULL, "option '--keep' takes no value" },
-    { "-x", NULL, "unknown option '-x'" },
-    { "--runs", NULL, "option '--runs' needs a value" },
+    { "-x", NULL, "unknown option '-x' (the options are long ones, --NAME)" },
+    { "--runs", NULL, "diskgate bench: option '--runs' needs a value (see --help)" },
     { "--r", "3", "option '--r' is ambiguous (--runs, --runtime" },
     { "--frobnicate=2", NULL, "unknown option '--frobnicate'" },
   };

@@ -42,7 +42,8 @@ bad "'--s' is ambiguous"        "${L[@]}" --s x "$T/a.img"
 bad "unknown option '--bogus'"  "${L[@]}" --bogus=1 "$T/a.img"
 # a bare port is not an address (it used to be bound as the IPv4 address 0.0.47.165)
 bad "HOST:PORT"   --socket "$T/bad.sock" --listen 12101 "$T/a.img"
-bad "no such host" --socket "$T/bad.sock" --listen nosuchhost.invalid:1 "$T/a.img"
+RES_OPTIONS="timeout:1 attempts:1" \
+  bad "no such host" --socket "$T/bad.sock" --listen nosuchhost.invalid:1 "$T/a.img"
 # a second --listen, --socket or --export used to replace the first without a word
 bad "--listen given twice" "${L[@]}" --listen 127.0.0.1:1 "$T/a.img"
 bad "--socket given twice" "${L[@]}" --socket "$T/other.sock" "$T/a.img"

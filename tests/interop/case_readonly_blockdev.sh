@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A block device the kernel marks read-only (here a loop device made with `losetup -r`),
+# Read-only storage served without --read-only. A block device the kernel marks read-only
+# (here a loop device made with `losetup -r`),
 # served without --read-only: it used to be opened for writing and advertised as writable,
 # and then every WRITE, TRIM and WRITE_ZEROES failed with EPERM. Now it is served read-only:
 # NBD_FLAG_READ_ONLY is set (no TRIM or WRITE_ZEROES), one log line says why, a write fails
@@ -32,5 +33,28 @@ with open(sys.argv[2], "rb") as f:
     assert h.pread(65536, 1 << 20) == f.read(65536), "READ returned other bytes"
 h.shutdown()
 PY
+# the lock it takes is the shared one of --read-only: a second server on the device starts,
+# here with O_DIRECT (the read-only reopen with O_DIRECT)
+first_pid=$DG_PID first_log=$DG_LOG
+dg_start --cache direct "$LOOP"
+assert_eq "$(nbdinfo --is read-only "$DG_UNIX" && echo ro)" ro "the second server, O_DIRECT"
+cmp <(nbdcopy "$DG_UNIX" - | head -c 65536) <(head -c 65536 "$T/backing.img") ||
+  fail "O_DIRECT reads of the read-only device"
 dg_stop
-pass "a read-only block device is served read-only"
+DG_PID=$first_pid DG_LOG=$first_log
+dg_stop
+
+# A file on a read-only mount refuses O_RDWR itself (EROFS): it used to be "cannot open ...:
+# Read-only file system", exit 2. Now it is served read-only too, with one log line.
+mkdir "$T/ro"
+mount -t tmpfs -o size=4m tmpfs "$T/ro"
+DG_CLEANUP_EXTRA='losetup -d "$LOOP" 2>/dev/null; umount "$T/ro" 2>/dev/null'
+head -c 1048576 "$T/backing.img" >"$T/ro/disk.img"
+mount -o remount,ro "$T/ro"
+dg_start "$T/ro/disk.img"
+grep -qF "$T/ro/disk.img is on read-only storage: serving it read-only" "$DG_LOG" ||
+  { cat "$DG_LOG" >&2; fail "no log line says the storage is read-only"; }
+assert_eq "$(nbdinfo --is read-only "$DG_UNIX" && echo ro)" ro "the file on a read-only mount"
+cmp <(nbdcopy "$DG_UNIX" -) "$T/ro/disk.img" || fail "reads of the file on a read-only mount"
+dg_stop
+pass "a read-only block device, and a file on a read-only mount, are served read-only"

@@ -2,7 +2,7 @@
 # SIGHUP (a closed terminal or ssh session) shuts the server down as SIGTERM does, as nbdkit
 # does: it used to kill the server at once (exit 129), leaving the socket file and the pid
 # file behind and requests in flight unanswered. Now: exit 0, both files removed, one log
-# line naming the signal; data written before a FLUSH is there.
+# line naming the signal; data written before a FLUSH is there. Under nohup it stays ignored.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"
 
@@ -28,4 +28,20 @@ grep -q "signal 1 (Hangup): finishing in-flight requests" "$DG_LOG" ||
   { cat "$DG_LOG" >&2; fail "no log line names SIGHUP"; }
 cmp <(dd if="$T/a.img" bs=64K skip=16 count=1 status=none) "$T/data" ||
   fail "the flushed write is not in the file"
-pass "SIGHUP shuts down cleanly"
+
+# Under nohup (SIGHUP ignored when the server starts) a SIGHUP is still ignored: a blocked
+# signal is delivered even when ignored, so the server must leave it out of its signalfd.
+sh -c 'trap "" HUP; exec "$0" serve --socket "$1" "$2"' "$DISKGATE" "$T/n.sock" "$T/a.img" \
+  >"$T/n.out" 2>"$T/n.log" &
+pid=$!
+DG_PIDS+=("$pid")
+for _ in $(seq 1 100); do [ -S "$T/n.sock" ] && break; sleep 0.05; done
+kill -HUP "$pid"
+sleep 0.3
+kill -0 "$pid" 2>/dev/null || { cat "$T/n.log" >&2; fail "a SIGHUP ignored at start stopped the server"; }
+assert_eq "$(nbdinfo --size "nbd+unix:///?socket=$T/n.sock")" 4194304 "size after the ignored SIGHUP"
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+assert_eq "$rc" 0 "exit status after SIGTERM"
+pass "SIGHUP shuts down cleanly, and stays ignored under nohup"

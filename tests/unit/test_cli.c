@@ -41,6 +41,22 @@ static void test_short_option_is_unknown_whatever_the_argument(void **state)
   check("--read-only", 'r', "unknown option '-r' (the options are long ones, --NAME)");
 }
 
+/* A byte above 0x7f ("-\xc3", the first byte of "-é") reaches optopt as a negative char:
+ * it used to skip the short-option case and name the argument before it. */
+static void test_short_option_above_0x7f(void **state)
+{
+  (void)state;
+  check("serve", (char)0xc3, "unknown option '-\\xc3' (the options are long ones, --NAME)");
+}
+
+/* A newline or other control byte in the argument is escaped: the message stays one line. */
+static void test_argument_bytes_escaped(void **state)
+{
+  (void)state;
+  check("--foo\nbar", 0, "unknown option '--foo\\x0abar'");
+  check("x\ny", 0, "unknown option 'x\\x0ay'");
+}
+
 static void test_value_given_to_an_option_without_one(void **state)
 {
   (void)state;
@@ -92,6 +108,8 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_short_option_is_unknown_whatever_the_argument),
+    cmocka_unit_test(test_short_option_above_0x7f),
+    cmocka_unit_test(test_argument_bytes_escaped),
     cmocka_unit_test(test_value_given_to_an_option_without_one),
     cmocka_unit_test(test_missing_value),
     cmocka_unit_test(test_exact_name_beats_a_longer_one),
