@@ -257,7 +257,7 @@ int bench_cli_parse(int argc, char **argv, struct bench_opts *opts, FILE *out, F
       return BENCH_CLI_HELP;
     default: { /* ':' (a missing value) or '?' */
       char msg[512];
-      cli_option_error(long_opts, argv[optind - 1], optopt >= 256 ? 0 : optopt, msg, sizeof msg);
+      cli_option_error(long_opts, argv[optind - 1], optopt, msg, sizeof msg);
       return bad(err, "%s (see --help)", msg);
     }
     }

@@ -1,4 +1,5 @@
 /* bench_env.c: directories, the test file, the binary and the source tree. */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -121,7 +122,6 @@ int bench_env_locate(struct bench_env *env, const struct bench_opts *opts, bool 
 
 int bench_env_init(struct bench_env *env)
 {
-  const struct bench_opts *opts = env->opts;
   const char *tmp = getenv("TMPDIR");
   char sub[PATH_MAX];
   int rc;
@@ -136,21 +136,42 @@ int bench_env_init(struct bench_env *env)
     env->work[0] = '\0';
     return rc;
   }
-  rc = bench_env_mkdir_p(opts->out);
+  assert(env->out[0] == '/'); /* bench_env_open_out ran */
+  bench_fmt(sub, sizeof(sub), "%s/raw", env->out);
+  rc = bench_env_mkdir_p(sub);
   if (rc == 0) {
-    bench_fmt(sub, sizeof(sub), "%s/raw", opts->out);
+    bench_fmt(sub, sizeof(sub), "%s/logs", env->out);
     rc = bench_env_mkdir_p(sub);
   }
-  if (rc == 0) {
-    bench_fmt(sub, sizeof(sub), "%s/logs", opts->out);
-    rc = bench_env_mkdir_p(sub);
-  }
-  if (rc < 0 || realpath(opts->out, env->out) == NULL) {
-    rc = rc < 0 ? rc : -errno;
-    fprintf(stderr, "diskgate bench: cannot create --out %s: %s\n", opts->out, strerror(-rc));
+  if (rc < 0) {
+    fprintf(stderr, "diskgate bench: cannot create %s: %s\n", sub, strerror(-rc));
     return rc;
   }
   return 0;
+}
+
+int bench_env_open_out(struct bench_env *env)
+{
+  const char *out = env->opts->out;
+  struct stat st;
+  int rc = bench_env_mkdir_p(out);
+
+  if (rc == 0 && stat(out, &st) != 0) {
+    rc = -errno;
+  }
+  if (rc == 0 && !S_ISDIR(st.st_mode)) {
+    rc = -ENOTDIR;
+  }
+  if (rc == 0 && access(out, W_OK) != 0) {
+    rc = -errno;
+  }
+  if (rc == 0 && realpath(out, env->out) == NULL) {
+    rc = -errno;
+  }
+  if (rc < 0) {
+    fprintf(stderr, "diskgate bench: cannot create --out %s: %s\n", out, strerror(-rc));
+  }
+  return rc;
 }
 
 /* xorshift64*: fast pseudo-random bytes, so no file system or device can compress them. */

@@ -37,9 +37,16 @@ struct bench_env {
  * (-ENOTDIR, -ENOSPC) when --dir is unusable. */
 int bench_env_locate(struct bench_env *env, const struct bench_opts *opts, bool need_file);
 
-/* Creates the private directory (under $TMPDIR or /tmp) and the output directory with its
- * raw/ and logs/ subdirectories. Call after bench_env_locate(). Returns 0 or -errno after
- * printing one line on stderr. */
+/* Makes --out (env->opts->out, with its parents) if it is missing, checks that it is a
+ * directory this process can write, and sets env->out to its absolute path. The lab calls
+ * it before anything runs (an --out that cannot be made is a bad command line: exit 2),
+ * --render before it writes. Returns 0 or -errno (-ENOTDIR for a file) after one line on
+ * stderr. Main thread. */
+int bench_env_open_out(struct bench_env *env);
+
+/* Creates the private directory (under $TMPDIR or /tmp) and the raw/ and logs/
+ * subdirectories of env->out. Call after bench_env_locate() and bench_env_open_out().
+ * Returns 0 or -errno after printing one line on stderr. */
 int bench_env_init(struct bench_env *env);
 
 /* Creates the test file (opts->size bytes of pseudo-random data, written and synced), unless

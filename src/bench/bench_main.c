@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -254,25 +253,6 @@ static int prepare_data(struct bench_env *env, struct bench_results *r)
   return 0;
 }
 
-/* Makes --out (and its parents) if needed and checks it is a directory we can write.
- * Returns 0 or -errno (-ENOTDIR for an existing file that is not a directory). */
-static int out_dir_check(const char *out)
-{
-  struct stat st;
-  int rc = bench_env_mkdir_p(out);
-
-  if (rc == 0 && stat(out, &st) != 0) {
-    rc = -errno;
-  }
-  if (rc == 0 && !S_ISDIR(st.st_mode)) {
-    rc = -ENOTDIR;
-  }
-  if (rc == 0 && access(out, W_OK) != 0) {
-    rc = -errno;
-  }
-  return rc;
-}
-
 /* --render: the three reports of an earlier run's bench.json, written into --out again. */
 static int render_main(const struct bench_opts *opts)
 {
@@ -288,10 +268,7 @@ static int render_main(const struct bench_opts *opts)
     }
     return 2;
   }
-  rc = out_dir_check(opts->out);
-  if (rc < 0 || realpath(opts->out, env.out) == NULL) {
-    rc = rc < 0 ? rc : -errno;
-    fprintf(stderr, "diskgate bench: cannot create --out %s: %s\n", opts->out, strerror(-rc));
+  if (bench_env_open_out(&env) < 0) {
     free(r.cells);
     return 2; /* a bad command line */
   }
@@ -354,10 +331,7 @@ int bench_main(int argc, char **argv)
     free(r.cells);
     return 2;
   }
-  /* Checked before anything runs: an --out that cannot be made is a bad command line. */
-  rc = out_dir_check(r.opts.out);
-  if (rc < 0) {
-    fprintf(stderr, "diskgate bench: cannot create --out %s: %s\n", r.opts.out, strerror(-rc));
+  if (bench_env_open_out(&env) < 0) { /* before anything runs: a bad command line */
     free(r.cells);
     return 2;
   }

@@ -29,14 +29,9 @@ static int export_alloc(const char *name, bool read_only, enum sync_mode sync,
   }
   e->name = strdup(name);
   e->description = strdup("");
-  e->log_name = malloc(EXPORT_LOG_NAME_MAX);
-  if (e->log_name != NULL) {
-    log_escape(e->log_name, EXPORT_LOG_NAME_MAX, name, strlen(name));
-  }
-  if (e->name == NULL || e->description == NULL || e->log_name == NULL ||
-      durability_export_open(e) < 0) {
+  log_escape(e->log_name, sizeof e->log_name, name, strlen(name));
+  if (e->name == NULL || e->description == NULL || durability_export_open(e) < 0) {
     free(e->name);
-    free(e->log_name);
     free(e->description);
     free(e);
     return -ENOMEM;
@@ -64,6 +59,9 @@ static int export_take_backing(struct export *e, struct backing *b)
 
   if (description == NULL) {
     return -ENOMEM;
+  }
+  if (strlen(description) > NBD_MAX_STRING) {
+    description[NBD_MAX_STRING] = '\0'; /* what NBD_INFO_DESCRIPTION and LIST may carry */
   }
   free(e->description);
   e->description = description;
@@ -226,7 +224,6 @@ void export_destroy(struct export *e)
   pthread_mutex_destroy(&e->attach_lock);
   free(e->spec);
   free(e->name);
-  free(e->log_name);
   free(e->description);
   free(e);
 }

@@ -16,15 +16,15 @@
 #include "backing/backing.h"
 #include "server/fence.h"
 
-/* Bytes of export.log_name: the first 64 or so bytes of a name, escaped, then "..." */
+/* Bytes of export.log_name: the name escaped (log_escape), cut with "..." to fit */
 #define EXPORT_LOG_NAME_MAX 256u
 
 struct group_commit; /* server/durability.c */
 
 struct export {
   char *name;              /* NBD export name (a key, never a path: case C18) */
-  char *log_name;          /* name escaped for log lines (log_escape: one line, any bytes) */
-  char *description;       /* NBD_INFO_DESCRIPTION; "" until attached */
+  char log_name[EXPORT_LOG_NAME_MAX]; /* name escaped for log lines (log_escape) */
+  char *description;       /* NBD_INFO_DESCRIPTION; "" until attached; <= NBD_MAX_STRING */
   /* The backing: NULL until attached. Read it only after export_attach returned 0 on the
    * same thread (its acquire pairs with the attaching thread's release). */
   struct backing *backing;

@@ -55,9 +55,8 @@ static int send_info(struct conn *c, uint32_t option, const struct export *e,
     rc = reply_send(c, option, NBD_REP_INFO, buf, (uint32_t)n);
   }
   if (rc == 0 && req->want_description && e->description[0] != '\0') {
-    size_t len = strlen(e->description);
-    len = len > NBD_MAX_STRING ? NBD_MAX_STRING : len;
-    n = nbd_info_text_encode(buf, NBD_INFO_DESCRIPTION, e->description, (uint32_t)len);
+    n = nbd_info_text_encode(buf, NBD_INFO_DESCRIPTION, e->description,
+                             (uint32_t)strlen(e->description));
     rc = reply_send(c, option, NBD_REP_INFO, buf, (uint32_t)n);
   }
   c->block_size_sent = req->want_block_size; /* what the last INFO/GO told the client */
@@ -206,9 +205,8 @@ static int option_list(struct conn *c, uint32_t length)
     /* the description as NBD_INFO_DESCRIPTION gives it; none before a lazy export (RBD)
      * is attached, whose description is set when it attaches */
     const char *details = export_is_attached(e) ? e->description : "";
-    size_t dlen = strlen(details);
     size_t n = nbd_rep_server_encode(buf, e->name, (uint32_t)strlen(e->name), details,
-                                     (uint32_t)(dlen > NBD_MAX_STRING ? NBD_MAX_STRING : dlen));
+                                     (uint32_t)strlen(details));
     int rc = reply_send(c, NBD_OPT_LIST, NBD_REP_SERVER, buf, (uint32_t)n);
     if (rc < 0) {
       return rc;

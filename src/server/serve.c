@@ -70,7 +70,6 @@ static const char serve_usage[] =
 struct serve_config {
   const char *path;
   const char *export_name;
-  bool export_given;            /* --export seen (it may be given once) */
   const char *listen_addr;
   const char *socket_path;
   const char *pid_file;
@@ -142,7 +141,6 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int c;
 
-  cfg->export_name = "";
   cfg->opts.sync = SYNC_FULL;
   cfg->opts.cache = CACHE_WRITEBACK;
   cfg->engine = ENGINE_URING;
@@ -154,10 +152,9 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
   while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
     switch (c) {
     case OPT_EXPORT:
-      if (cfg->export_given) {
+      if (cfg->export_name != NULL) {
         return bad_usage("%s given twice (one export per server)", "--export");
       }
-      cfg->export_given = true;
       if (strlen(optarg) > 4096) {
         return bad_usage("export name longer than 4096 bytes%s", "");
       }
@@ -252,8 +249,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
       return 0;
     default: {
       char msg[512];
-      return bad_usage("%s", cli_option_error(longopts, argv[optind - 1], optopt >= 256 ? 0 : optopt,
-                                              msg, sizeof msg));
+      return bad_usage("%s", cli_option_error(longopts, argv[optind - 1], optopt, msg, sizeof msg));
     }
     }
   }
@@ -264,6 +260,9 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
     return bad_usage("unexpected argument '%s' (one PATH per server)", argv[optind + 1]);
   }
   cfg->path = argv[optind];
+  if (cfg->export_name == NULL) {
+    cfg->export_name = ""; /* the default export */
+  }
   if (!cfg->tls_given && (cfg->tls_cert_dir != NULL || cfg->tls_psk_file != NULL)) {
     cfg->tls = TLS_MODE_REQUIRE; /* credentials alone mean TLS, as qemu-nbd's --tls-creds */
   }
@@ -534,9 +533,8 @@ int serve_main(int argc, char **argv)
     if (export_is_attached(e)) {
       snprintf(size, sizeof size, "%llu bytes", (unsigned long long)e->backing->geo.size);
     }
-    const char *name = e->log_name; /* one line whatever its bytes */
     log_info("serving %s as export '%s': %s, sync %s, cache %s, engine %s, %u threads%s",
-             cfg.path, name, size, sync_mode_name(cfg.opts.sync),
+             cfg.path, e->log_name, size, sync_mode_name(cfg.opts.sync),
              cache_mode_name(cfg.opts.cache), engine_kind_name(cfg.engine), cfg.threads,
              e->read_only ? ", read-only" : "");
     if (cfg.tls != TLS_MODE_OFF) {
@@ -545,7 +543,7 @@ int serve_main(int argc, char **argv)
     if (cfg.opts.sync == SYNC_NONE && !e->read_only) {
       log_warn("export '%s' is UNSAFE (--sync none): FLUSH and FUA are acknowledged without "
                "syncing; acknowledged writes may be lost if the host crashes or loses power",
-               name);
+               e->log_name);
     }
   }
   if (status != 0) {

@@ -2,6 +2,7 @@
 #include "util/cli.h"
 
 #include <assert.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,11 +14,12 @@ char *cli_option_error(const struct option *longopts, const char *arg, int short
   const struct option *found = NULL;
   char shown[256];
   const char *eq;
+  bool is_long;
   size_t len;
   int matches = 0;
 
   assert(longopts != NULL && msg != NULL && size > 0);
-  if (short_opt != 0 && short_opt < 256) {
+  if (short_opt != 0 && short_opt < 256) { /* values of 256 and up are long options' */
     /* glibc keeps the option character in a (signed) char: a byte above 0x7f is negative */
     unsigned char ch = (unsigned char)short_opt;
     if (ch > 0x20 && ch < 0x7f) {
@@ -30,15 +32,12 @@ char *cli_option_error(const struct option *longopts, const char *arg, int short
   if (arg == NULL) {
     arg = "";
   }
-  log_escape(shown, sizeof shown, arg, strlen(arg)); /* one line, whatever its bytes */
-  if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
-    snprintf(msg, size, "unknown option '%s'", shown);
-    return msg;
-  }
-  eq = strchr(arg + 2, '=');
-  len = eq != NULL ? (size_t)(eq - (arg + 2)) : strlen(arg + 2);
-  log_escape(shown, sizeof shown, arg, len + 2); /* the option without its value */
-  for (const struct option *o = longopts; o->name != NULL; o++) {
+  /* "--NAME" or "--NAME=VALUE" is looked up by NAME; anything else matches no option */
+  is_long = strncmp(arg, "--", 2) == 0 && arg[2] != '\0';
+  eq = is_long ? strchr(arg + 2, '=') : NULL;
+  len = eq != NULL ? (size_t)(eq - (arg + 2)) : strlen(arg) - (is_long ? 2 : 0);
+  log_escape(shown, sizeof shown, arg, (is_long ? 2 : 0) + len); /* one line, no value */
+  for (const struct option *o = longopts; is_long && o->name != NULL; o++) {
     if (strncmp(o->name, arg + 2, len) != 0) {
       continue;
     }

@@ -15,9 +15,9 @@
  * "option '--s' is ambiguous (--socket, --sync)" or "unknown option '--bogus'".
  * `longopts` is the table given to getopt_long, ending with a zero entry; `arg` is
  * argv[optind - 1] right after the refusal (the argument that held the option), and
- * `short_opt` is optopt when it is a character (below 256; negative for a byte above 0x7f,
- * which glibc keeps in a signed char), else 0: the long options' values must be 256 or
- * more, so that optopt tells a short option apart. The argument's bytes are shown escaped
+ * `short_opt` is optopt as getopt_long left it: a character for a short option (negative
+ * for a byte above 0x7f, which glibc keeps in a signed char), 0 or the option's value for a
+ * long one. The long options' values must therefore be 256 or more. The argument's bytes are shown escaped
  * (log_escape), so the message stays one line. Returns msg. */
 char *cli_option_error(const struct option *longopts, const char *arg, int short_opt, char *msg,
                        size_t size);

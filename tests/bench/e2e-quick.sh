@@ -96,23 +96,25 @@ PYEOF
   fail "diskgate bench --render failed"
 cmp -s "$out/bench.md" "$T/again/bench.md" || fail "--render gave a different bench.md"
 cmp -s "$out/bench.md" "$T/again.stdout" || fail "--render printed a different table"
-# --render of a file that is not there: exit 2, one line with the reason (it gave none)
-rc=0
-"$DISKGATE" bench --render "$T/none.json" --out "$T/none" >/dev/null 2>"$T/none.err" || rc=$?
-assert_eq "$rc" 2 "exit status of --render on a missing file"
-assert_eq "$(cat "$T/none.err")" "diskgate bench: cannot read $T/none.json: No such file or directory" \
-  "--render's message for a missing file"
-# an --out that cannot be made is a bad command line: exit 2 before anything runs (it was 1)
-rc=0
-"$DISKGATE" bench --out /proc/none/out --size 16M --runtime 1 >/dev/null 2>"$T/out.err" || rc=$?
-assert_eq "$rc" 2 "exit status of an --out that cannot be made"
-assert_eq "$(cat "$T/out.err")" "diskgate bench: cannot create --out /proc/none/out: No such file or directory" \
-  "the message for an --out that cannot be made"
-touch "$T/afile"   # an --out that is a file: exit 2 as well (it was 1, after the checks)
-rc=0
-"$DISKGATE" bench --out "$T/afile" --size 16M --runtime 1 >/dev/null 2>"$T/out.err" || rc=$?
-assert_eq "$rc" 2 "exit status of an --out that is a file"
-assert_eq "$(cat "$T/out.err")" "diskgate bench: cannot create --out $T/afile: Not a directory" \
-  "the message for an --out that is a file"
+# bad_line WHAT MESSAGE ARGS...: `diskgate bench ARGS` exits 2 with exactly MESSAGE on stderr
+bad_line() {
+  local what=$1 want=$2 rc=0; shift 2
+  "$DISKGATE" bench "$@" >/dev/null 2>"$T/bad.err" || rc=$?
+  assert_eq "$rc" 2 "exit status of $what"
+  assert_eq "$(cat "$T/bad.err")" "$want" "the message for $what"
+}
+# --render of a file that is not there: the reason (it gave none)
+bad_line "--render on a missing file" \
+  "diskgate bench: cannot read $T/none.json: No such file or directory" \
+  --render "$T/none.json" --out "$T/none"
+# an --out that cannot be made, or is a file, is a bad command line: exit 2 before anything
+# runs (it was 1)
+bad_line "an --out that cannot be made" \
+  "diskgate bench: cannot create --out /proc/none/out: No such file or directory" \
+  --out /proc/none/out --size 16M --runtime 1
+touch "$T/afile"
+bad_line "an --out that is a file" \
+  "diskgate bench: cannot create --out $T/afile: Not a directory" \
+  --out "$T/afile" --size 16M --runtime 1
 
 pass "diskgate bench --profile quick: $(grep -c '^| ' "$out/bench.md") table lines, all positive"

@@ -61,6 +61,7 @@ static void test_value_given_to_an_option_without_one(void **state)
 {
   (void)state;
   check("--read-only=yes", 0, "option '--read-only' takes no value");
+  check("--read-only=yes", OPT_READ_ONLY, "option '--read-only' takes no value");
   check("--read-only=", 0, "option '--read-only' takes no value");
   check("--read=1", 0, "option '--read-only' takes no value"); /* an abbreviation */
 }
@@ -69,6 +70,7 @@ static void test_missing_value(void **state)
 {
   (void)state;
   check("--socket", 0, "option '--socket' needs a value");
+  check("--socket", OPT_SOCKET, "option '--socket' needs a value"); /* optopt as glibc sets it */
   check("--so", 0, "option '--socket' needs a value");
 }
 
