@@ -101,6 +101,10 @@ struct backing_op {
    * waits (work that must wait, such as a read-modify-write's gate, moves to a worker). */
   struct engine *engine;
   bool nonblocking;
+  /* READ/WRITE with `engine` set: buf lies in the buffer registered in slot fixed_buf - 1
+   * of that engine's ring (server/loop_bufs.h); 0: not registered. Backings that do not
+   * submit to `engine` ignore it. */
+  unsigned fixed_buf;
   /* For a layer between the caller and the backing (server/durability.c): the callback
    * to run after its own step. Backings never touch it. */
   void (*chain)(struct backing_op *op, int result);

@@ -491,6 +491,7 @@ int file_io_submit(struct backing *b, struct backing_op *op)
     op->gate = write ? GATE_SHARED : GATE_NONE;
     req->opcode = write ? ENGINE_WRITE : ENGINE_READ;
     req->buf = op->buf;
+    req->fixed_buf = op->engine != NULL ? op->fixed_buf : 0; /* registered in op->engine's ring */
     req->offset = op->offset;
     req->len = (size_t)op->length;
     if (write && (op->flags & BACKING_FLAG_FUA) && fb->base.opts.sync != SYNC_NONE) {

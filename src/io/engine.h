@@ -36,6 +36,11 @@ struct engine_req {
   uint64_t offset;
   size_t len;
   int rw_flags;               /* RWF_* for ENGINE_WRITE, else 0 */
+  /* READ/WRITE: buf lies in the buffer registered in slot fixed_buf - 1 of the ring engine's
+   * ring (server/loop_bufs.h), so the ring engine uses READ_FIXED/WRITE_FIXED and the
+   * kernel does not pin the pages again; 0: not registered. Other engines ignore it, and
+   * the ring engine too when it hands the request to its fallback. */
+  unsigned fixed_buf;
   ssize_t (*call)(void *arg); /* ENGINE_CALL: returns >= 0 or -errno */
   void *arg;
   /* Called once per successful engine_submit with bytes done or -errno. A short read

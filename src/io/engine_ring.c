@@ -28,7 +28,16 @@ static int ring_submit(struct engine *base, struct engine_req *req)
       return rc;
     }
   }
-  engine_uring_prep(sqe, req);
+  if (req->fixed_buf != 0 && req->opcode == ENGINE_READ) {
+    io_uring_prep_read_fixed(sqe, req->fd, req->buf, (unsigned)req->len, req->offset,
+                             (int)(req->fixed_buf - 1));
+  } else if (req->fixed_buf != 0 && req->opcode == ENGINE_WRITE) {
+    io_uring_prep_write_fixed(sqe, req->fd, req->buf, (unsigned)req->len, req->offset,
+                              (int)(req->fixed_buf - 1));
+    sqe->rw_flags = req->rw_flags;
+  } else {
+    engine_uring_prep(sqe, req);
+  }
   assert(((uintptr_t)req & ENGINE_RING_TAG_MASK) == 0);
   io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)req | ENGINE_RING_TAG);
   return 0;

@@ -3,8 +3,10 @@
  * On the owner thread, engine_submit only fills an SQE (user data: the request pointer with
  * ENGINE_RING_TAG in its low bits) and makes no system call: the owner submits the batch
  * with its next io_uring_enter and, for each CQE carrying the tag, calls
- * engine_ring_complete. ENGINE_CALL requests, and submissions from any other thread, go to
- * the fallback engine (shared workers and rings), whose completions run on their threads.
+ * engine_ring_complete. A READ or WRITE whose buffer is registered with the ring
+ * (engine_req.fixed_buf) becomes READ_FIXED or WRITE_FIXED. ENGINE_CALL requests, and
+ * submissions from any other thread, go to the fallback engine (shared workers and
+ * rings), whose completions run on their threads.
  * Source: liburing's examples (one ring, batched submission). */
 #ifndef DISKGATE_IO_ENGINE_RING_H
 #define DISKGATE_IO_ENGINE_RING_H

@@ -24,6 +24,7 @@
 #include "server/conn.h"
 #include "server/loop.h"
 #include "server/txn.h"
+#include "server/txn_pool.h"
 #include "util/log.h"
 
 #define RECV_BUFFER (256u * 1024u)
@@ -119,6 +120,8 @@ int conn_loop_start(struct loop *l, struct conn *c)
   lc->header_size = c->extended_headers ? NBD_EXTENDED_REQUEST_SIZE : NBD_REQUEST_SIZE;
   c->loop_state = lc;
   c->reply_ready = reply_ready;
+  c->pool.buf_unregister = loop_buf_unregister;
+  c->pool.buf_ctx = l;
   return 0;
 }
 
@@ -127,6 +130,14 @@ static void submit(struct conn *c, struct conn_req *r)
   struct lconn *lc = c->loop_state;
 
   r->op.engine = loop_engine(lc->loop);
+  if ((r->op.type == BACKING_OP_READ || r->op.type == BACKING_OP_WRITE) && r->buf != NULL) {
+    /* Pooled buffers are kept, so one registration serves many requests; a larger one is
+     * freed after its request (txn_pool.h) and would cost two system calls each time. */
+    if (r->buf_fixed == 0 && r->buf_cap <= TXN_POOL_BUF_MAX) {
+      r->buf_fixed = loop_buf_register(lc->loop, r->buf, r->buf_cap);
+    }
+    r->op.fixed_buf = r->buf_fixed;
+  }
   txn_submit(r, true);
 }
 
@@ -400,6 +411,7 @@ bool conn_loop_advance(struct conn *c)
   }
   if (lc->reading_done && lc->inflight == 0 && !lc->send_posted && !lc->recv_posted &&
       lc->sendq == NULL) {
+    txn_pool_unregister_all(&c->pool); /* every request is back in the pool */
     free(lc->rbuf);
     free(lc);
     c->loop_state = NULL;

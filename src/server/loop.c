@@ -1,6 +1,7 @@
 /* loop.c: see loop.h. */
 #include "server/loop.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <liburing.h>
 #include <pthread.h>
@@ -14,6 +15,7 @@
 #include "io/engine_ring.h"
 #include "server/conn.h"
 #include "server/conn_loop.h"
+#include "server/loop_bufs.h"
 #include "server/txn.h"
 #include "util/log.h"
 
@@ -37,6 +39,7 @@ struct loop {
   /* loop-thread state */
   struct conn *marked;     /* connections to advance after this batch */
   unsigned nconns;
+  struct loop_bufs bufs;    /* buffers registered with the ring (loop thread) */
 };
 
 static _Thread_local struct loop *current_loop;
@@ -49,6 +52,20 @@ struct engine *loop_engine(struct loop *l)
 bool loop_on_thread(const struct loop *l)
 {
   return current_loop == l;
+}
+
+unsigned loop_buf_register(struct loop *l, void *buf, size_t len)
+{
+  assert(loop_on_thread(l));
+  return loop_bufs_add(&l->bufs, buf, len);
+}
+
+void loop_buf_unregister(void *loop, unsigned fixed)
+{
+  struct loop *l = loop;
+
+  assert(loop_on_thread(l));
+  loop_bufs_remove(&l->bufs, fixed);
 }
 
 struct io_uring *loop_ring(struct loop *l)
@@ -166,6 +183,7 @@ static void *loop_main(void *arg)
       return NULL;
     }
   }
+  loop_bufs_init(&l->bufs, &l->ring); /* on this thread: the issuer registers */
   post_eventfd_read(l);
   for (;;) {
     struct io_uring_cqe *cqe;

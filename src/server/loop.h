@@ -10,6 +10,7 @@
 #define DISKGATE_SERVER_LOOP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "io/engine.h"
 
@@ -43,6 +44,15 @@ void loop_post_reply(struct loop *l, struct conn_req *r);
 
 /* Marks a connection for attention after the current batch of completions. Loop thread. */
 void loop_mark(struct loop *l, struct conn *c);
+
+/* Registers a request buffer of `len` bytes with the loop's ring (loop_bufs.h). Returns the
+ * slot + 1 for engine_req.fixed_buf / backing_op.fixed_buf, or 0 (not registered: use it
+ * as it is). Loop thread. */
+unsigned loop_buf_register(struct loop *l, void *buf, size_t len);
+
+/* Unregisters a buffer (a value loop_buf_register returned) before it is freed; `loop` is
+ * the struct loop (the signature of txn_pool.buf_unregister). Loop thread. */
+void loop_buf_unregister(void *loop, unsigned fixed);
 
 /* The loop's ring, to post socket operations. Loop thread. */
 struct io_uring *loop_ring(struct loop *l);

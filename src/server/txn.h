@@ -24,6 +24,7 @@ struct conn_req {
   struct nbd_request req;
   void *buf;            /* READ data, WRITE payload, BLOCK_STATUS extents; 4096-aligned */
   size_t buf_cap;       /* bytes allocated at buf (txn_pool.c keeps buffers for reuse) */
+  unsigned buf_fixed;   /* buf registered with a loop's ring: slot + 1 (loop_bufs.h), or 0 */
   size_t cost;          /* bytes of buf: counted against the connection's byte budget */
   bool fenced;          /* fence_entry is registered with the export */
   struct fence_entry fence_entry;

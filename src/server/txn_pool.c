@@ -13,11 +13,26 @@ void txn_pool_init(struct txn_pool *p)
   p->free = NULL;
   p->count = 0;
   p->bytes = 0;
+  p->buf_unregister = NULL;
+  p->buf_ctx = NULL;
 }
 
-static void req_free(struct conn_req *r)
+/* Drops r's buffer: out of its ring's table first, then freed. */
+static void buf_drop(struct txn_pool *p, struct conn_req *r)
 {
+  if (r->buf_fixed != 0) {
+    assert(p->buf_unregister != NULL);
+    p->buf_unregister(p->buf_ctx, r->buf_fixed);
+    r->buf_fixed = 0;
+  }
   free(r->buf);
+  r->buf = NULL;
+  r->buf_cap = 0;
+}
+
+static void req_free(struct txn_pool *p, struct conn_req *r)
+{
+  buf_drop(p, r);
   free(r);
 }
 
@@ -27,7 +42,8 @@ void txn_pool_destroy(struct txn_pool *p)
 
   while (r != NULL) {
     struct conn_req *next = r->next;
-    req_free(r);
+    assert(r->buf_fixed == 0); /* txn_pool_unregister_all ran on the loop */
+    req_free(p, r);
     r = next;
   }
   p->free = NULL;
@@ -42,10 +58,12 @@ static void req_reset(struct conn_req *r)
 {
   void *buf = r->buf;
   size_t cap = r->buf_cap;
+  unsigned fixed = r->buf_fixed;
 
   memset(r, 0, offsetof(struct conn_req, hdr));
   r->buf = buf;
   r->buf_cap = cap;
+  r->buf_fixed = fixed;
   r->hdr_len = 0;
   r->send_data = false;
   r->data_len = 0;
@@ -76,10 +94,10 @@ struct conn_req *txn_pool_get(struct txn_pool *p, size_t bufsize)
     void *buf;
     size_t cap = (bufsize + 4095) & ~(size_t)4095;
     if (posix_memalign(&buf, 4096, cap) != 0) {
-      req_free(r);
+      req_free(p, r);
       return NULL;
     }
-    free(r->buf);
+    buf_drop(p, r);
     r->buf = buf;
     r->buf_cap = cap;
   }
@@ -90,9 +108,7 @@ void txn_pool_put(struct txn_pool *p, struct conn_req *r)
 {
   assert(r->buf_cap == 0 || r->buf != NULL);
   if (r->buf_cap > TXN_POOL_BUF_MAX) {
-    free(r->buf);
-    r->buf = NULL;
-    r->buf_cap = 0;
+    buf_drop(p, r);
   }
   pthread_mutex_lock(&p->lock);
   if (p->count < TXN_POOL_MAX && p->bytes + r->buf_cap <= TXN_POOL_BYTES_MAX) {
@@ -104,6 +120,20 @@ void txn_pool_put(struct txn_pool *p, struct conn_req *r)
   }
   pthread_mutex_unlock(&p->lock);
   if (r != NULL) {
-    req_free(r);
+    req_free(p, r);
   }
+}
+
+void txn_pool_unregister_all(struct txn_pool *p)
+{
+  pthread_mutex_lock(&p->lock);
+  for (struct conn_req *r = p->free; r != NULL; r = r->next) {
+    if (r->buf_fixed != 0) {
+      p->buf_unregister(p->buf_ctx, r->buf_fixed);
+      r->buf_fixed = 0;
+    }
+  }
+  p->buf_unregister = NULL;
+  p->buf_ctx = NULL;
+  pthread_mutex_unlock(&p->lock);
 }

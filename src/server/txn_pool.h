@@ -7,6 +7,11 @@
  * at most TXN_POOL_MAX requests kept, buffers of at most TXN_POOL_BUF_MAX bytes each
  * (larger ones are freed on put) and TXN_POOL_BYTES_MAX bytes of idle buffers in all.
  * Buffers are 4096-aligned (O_DIRECT).
+ * Registered buffers: an event loop registers a request's buffer with its ring
+ * (conn_req.buf_fixed, server/loop_bufs.h) and sets buf_unregister; the pool calls it
+ * before it frees or replaces such a buffer, and txn_pool_unregister_all empties the
+ * slots of the idle ones when the loop lets the connection go. Those calls happen on the
+ * thread that frees, which on a loop is the loop's own thread (the only one allowed to).
  * Threads: any thread (a mutex: the thread path frees on its writer thread and allocates
  * on its reader thread; on a loop both happen on the loop thread, uncontended). */
 #ifndef DISKGATE_SERVER_TXN_POOL_H
@@ -26,6 +31,10 @@ struct txn_pool {
   struct conn_req *free; /* linked through conn_req.next */
   unsigned count;
   size_t bytes;          /* sum of the idle requests' buffer capacities */
+  /* Empties the registered-buffer slot `fixed` (conn_req.buf_fixed) of ctx's ring; NULL
+   * when the connection is not on an event loop. */
+  void (*buf_unregister)(void *ctx, unsigned fixed);
+  void *buf_ctx;
 };
 
 /* Initialises an empty pool. */
@@ -41,5 +50,10 @@ struct conn_req *txn_pool_get(struct txn_pool *p, size_t bufsize);
 
 /* Returns r to the pool, or frees it (and its buffer) beyond the bounds above. */
 void txn_pool_put(struct txn_pool *p, struct conn_req *r);
+
+/* Unregisters the buffers of the idle requests (buf_unregister, then buf_fixed = 0) and
+ * clears buf_unregister. The event loop's thread, once every request of the connection is
+ * back in the pool. */
+void txn_pool_unregister_all(struct txn_pool *p);
 
 #endif

@@ -1,7 +1,9 @@
 /* Unit tests of the per-connection request pool (src/server/txn_pool.c): reuse keeps the
  * buffer and zeroes the rest, buffers grow to what a request needs (4096-aligned), and the
  * idle pool stays within TXN_POOL_MAX requests, TXN_POOL_BYTES_MAX bytes and
- * TXN_POOL_BUF_MAX per buffer. */
+ * TXN_POOL_BUF_MAX per buffer; a buffer registered with a loop's ring (buf_fixed) is
+ * unregistered before it is freed or replaced, and txn_pool_unregister_all empties the
+ * idle ones (server/loop_bufs.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -111,12 +113,83 @@ static void test_bounds(void **state)
   txn_pool_destroy(&p);
 }
 
+/* The slots buf_unregister was called with, in order. */
+static unsigned dropped[TXN_POOL_MAX + 16];
+static size_t ndropped;
+static int drop_ctx;
+
+static void record_unregister(void *ctx, unsigned fixed)
+{
+  assert_ptr_equal(ctx, &drop_ctx);
+  assert_true(ndropped < sizeof dropped / sizeof dropped[0]);
+  dropped[ndropped++] = fixed;
+}
+
+static void test_registered_buffers_unregistered_before_free(void **state)
+{
+  struct txn_pool p;
+  struct conn_req *r, *rs[TXN_POOL_MAX + 4];
+
+  (void)state;
+  ndropped = 0;
+  txn_pool_init(&p);
+  assert_null(p.buf_unregister);
+  p.buf_unregister = record_unregister;
+  p.buf_ctx = &drop_ctx;
+  /* Reuse keeps the buffer and its registration. */
+  r = txn_pool_get(&p, 4096);
+  assert_int_equal(r->buf_fixed, 0);
+  r->buf_fixed = 7;
+  txn_pool_put(&p, r);
+  r = txn_pool_get(&p, 4096);
+  assert_int_equal(r->buf_fixed, 7);
+  assert_int_equal(ndropped, 0);
+  /* A larger request replaces the buffer: slot 7 is emptied first, the new one is not
+   * registered. */
+  txn_pool_put(&p, r);
+  r = txn_pool_get(&p, 3 * 4096);
+  assert_int_equal(ndropped, 1);
+  assert_int_equal(dropped[0], 7);
+  assert_int_equal(r->buf_fixed, 0);
+  /* A buffer over TXN_POOL_BUF_MAX is freed on put. */
+  txn_pool_put(&p, r);
+  r = txn_pool_get(&p, TXN_POOL_BUF_MAX + 4096);
+  assert_int_equal(ndropped, 1); /* slot 0: nothing to unregister */
+  r->buf_fixed = 9;
+  txn_pool_put(&p, r);
+  assert_int_equal(ndropped, 2);
+  assert_int_equal(dropped[1], 9);
+  /* The surplus over TXN_POOL_MAX is freed with its buffer. */
+  for (size_t i = 0; i < TXN_POOL_MAX + 4; i++) {
+    rs[i] = txn_pool_get(&p, 4096);
+    rs[i]->buf_fixed = 100 + (unsigned)i;
+  }
+  for (size_t i = 0; i < TXN_POOL_MAX + 4; i++) {
+    txn_pool_put(&p, rs[i]);
+  }
+  assert_int_equal(ndropped, 2 + 4);
+  for (size_t i = 0; i < 4; i++) {
+    assert_int_equal(dropped[2 + i], 100 + TXN_POOL_MAX + i);
+  }
+  /* The loop lets the connection go: every idle registered buffer is emptied, once. */
+  txn_pool_unregister_all(&p);
+  assert_int_equal(ndropped, 2 + 4 + TXN_POOL_MAX);
+  assert_null(p.buf_unregister);
+  for (r = p.free; r != NULL; r = r->next) {
+    assert_int_equal(r->buf_fixed, 0);
+  }
+  txn_pool_unregister_all(&p); /* nothing left */
+  assert_int_equal(ndropped, 2 + 4 + TXN_POOL_MAX);
+  txn_pool_destroy(&p);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_reuse_keeps_buffer_and_zeroes_fields),
     cmocka_unit_test(test_buffer_grows_when_needed),
     cmocka_unit_test(test_bounds),
+    cmocka_unit_test(test_registered_buffers_unregistered_before_free),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
