@@ -188,6 +188,7 @@ static int faulty_submit(struct backing *b, struct backing_op *op)
   f->iop.extent_max = op->extent_max;
   f->iop.engine = op->engine; /* a loop's ring engine: from other threads it falls back */
   f->iop.nonblocking = op->nonblocking;
+  f->iop.fixed_buf = op->fixed_buf; /* the same buffer, registered in the same ring */
   f->iop.done = fop_inner_done;
   pthread_mutex_lock(&fb->lock);
   f->id = ++fb->next_id;
@@ -374,7 +375,9 @@ int backing_faulty_open(const char *path, const struct backing_options *opts,
     return -ENOTSUP;
   }
   if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-    log_error("faulty: %s: only regular files can be wrapped", path);
+    char shown[LOG_SHOWN_MAX];
+    log_error("faulty: %s: only regular files can be wrapped",
+              log_escape_str(shown, sizeof shown, path));
     return -EINVAL;
   }
   fb = calloc(1, sizeof *fb);
@@ -430,8 +433,10 @@ int backing_faulty_open(const char *path, const struct backing_options *opts,
     faulty_close(&fb->base);
     return -ENOMEM;
   }
-  log_warn("faulty: serving %s through the fault-injecting test backing (control %s)", path,
-           ctl);
+  char shown[LOG_SHOWN_MAX], ctl_shown[LOG_SHOWN_MAX];
+  log_warn("faulty: serving %s through the fault-injecting test backing (control %s)",
+           log_escape_str(shown, sizeof shown, path),
+           log_escape_str(ctl_shown, sizeof ctl_shown, ctl));
   *out = &fb->base;
   return 0;
 }

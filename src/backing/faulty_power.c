@@ -322,10 +322,12 @@ int faulty_crash_locked(struct faulty_backing *fb, unsigned keep, unsigned seed)
     rc = -errno;
   }
   if (rc == 0) {
+    char shown[LOG_SHOWN_MAX];
     log_warn("faulty: simulated power loss: %s now holds what was durable (%" PRIu64
              " events, durable up to seq %" PRIu64 "); of the other completed writes %" PRIu64
              " kept, %" PRIu64 " dropped",
-             fb->path, fb->seq, fb->durable_seq, kept, dropped);
+             log_escape_str(shown, sizeof shown, fb->path), fb->seq, fb->durable_seq, kept,
+             dropped);
   }
   return rc;
 }

@@ -229,8 +229,10 @@ static void warn_if_image_format(int fd, const char *path)
 
   if (pread(fd, head, sizeof head, 0) == (ssize_t)sizeof head &&
       memcmp(head, qcow2_magic, sizeof head) == 0) {
+    char shown[LOG_SHOWN_MAX];
     log_warn("%s starts with a qcow2 header: it is served as raw bytes, not as the disk inside "
-             "it (qemu-img convert -O raw makes a raw image)", path);
+             "it (qemu-img convert -O raw makes a raw image)",
+             log_escape_str(shown, sizeof shown, path));
   }
 }
 
@@ -282,7 +284,9 @@ int backing_file_open(const char *path, const struct backing_options *opts,
     flags = O_RDONLY;
     fb->fd_buffered = open_checked(path, flags);
     if (fb->fd_buffered >= 0) {
-      log_info("%s is on read-only storage: serving it read-only", path);
+      char shown[LOG_SHOWN_MAX];
+      log_info("%s is on read-only storage: serving it read-only",
+               log_escape_str(shown, sizeof shown, path));
       fb->base.opts.read_only = true;
     }
   }
@@ -309,7 +313,9 @@ int backing_file_open(const char *path, const struct backing_options *opts,
       rc = ro;
       goto fail;
     }
-    log_info("%s is a read-only block device: serving it read-only", path);
+    char shown[LOG_SHOWN_MAX];
+    log_info("%s is a read-only block device: serving it read-only",
+             log_escape_str(shown, sizeof shown, path));
     close(fb->fd_buffered);
     fb->fd_buffered = ro;
     fb->base.opts.read_only = true;

@@ -115,6 +115,7 @@ int export_create_lazy(const char *name, const char *spec, const struct backing_
     return rc;
   }
   e->spec = strdup(spec);
+  log_escape_str(e->log_spec, sizeof e->log_spec, spec);
   if (e->spec == NULL) {
     export_destroy(e);
     return -ENOMEM;
@@ -154,7 +155,7 @@ int export_attach(struct export *e)
   } else if (e->attach_error < 0 && retry_too_soon(&e->attach_failed_at)) {
     rc = e->attach_error;
   } else {
-    log_info("export '%s': opening %s (first NBD_OPT_GO)", e->log_name, e->spec);
+    log_info("export '%s': opening %s (first NBD_OPT_GO)", e->log_name, e->log_spec);
     atomic_store(&e->attaching, true);
     rc = backing_open(e->spec, &e->opts, &b);
     atomic_store(&e->attaching, false);
@@ -166,14 +167,14 @@ int export_attach(struct export *e)
     }
     if (rc == 0) {
       e->attach_error = 0;
-      log_info("export '%s': %s attached, %llu bytes%s", e->log_name, e->spec,
+      log_info("export '%s': %s attached, %llu bytes%s", e->log_name, e->log_spec,
                (unsigned long long)e->backing->geo.size, e->read_only ? ", read-only" : "");
       atomic_store_explicit(&e->attached, true, memory_order_release);
     } else {
       e->attach_error = rc;
       clock_gettime(CLOCK_MONOTONIC, &e->attach_failed_at);
       log_error("export '%s': cannot open %s: %s (clients get NBD_REP_ERR_UNKNOWN; retried "
-                "at the next NBD_OPT_GO)", e->log_name, e->spec, strerror(-rc));
+                "at the next NBD_OPT_GO)", e->log_name, e->log_spec, strerror(-rc));
     }
   }
   pthread_mutex_unlock(&e->attach_lock);

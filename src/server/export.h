@@ -15,6 +15,7 @@
 
 #include "backing/backing.h"
 #include "server/fence.h"
+#include "util/log.h"
 
 /* Bytes of export.log_name: the name escaped (log_escape), cut with "..." to fit */
 #define EXPORT_LOG_NAME_MAX 256u
@@ -38,6 +39,7 @@ struct export {
   struct group_commit *group_commit; /* server/durability.c's state, owned */
   /* Lazy attach (costly backings, a Ceph image): spec and options to open it with. */
   char *spec;
+  char log_spec[LOG_SHOWN_MAX]; /* spec escaped for log lines (log_escape_str) */
   struct backing_options opts;
   atomic_bool attached;
   atomic_bool attaching;   /* export_attach is inside backing_open (shutdown may give up on it) */

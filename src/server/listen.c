@@ -208,7 +208,8 @@ static void peer_name(int fd, const struct listener *l, char *out, size_t size)
   char addr[INET6_ADDRSTRLEN] = "?";
 
   if (l->unix_path != NULL) {
-    snprintf(out, size, "unix:%s#%d", l->unix_path, fd);
+    char shown[LOG_SHOWN_MAX];
+    snprintf(out, size, "unix:%s#%d", log_escape_str(shown, sizeof shown, l->unix_path), fd);
     return;
   }
   if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0) {
@@ -242,8 +243,11 @@ int listen_run(struct server *s, struct listener *ls, size_t n, int stop_fd)
       if (errno == EINTR) {
         continue;
       }
-      log_error("poll: %s", strerror(errno));
-      return 0;
+      if (errno == ENOMEM) {
+        usleep(100000); /* the kernel is short of memory for now: try again */
+        continue;
+      }
+      return -errno; /* EINVAL: RLIMIT_NOFILE lowered below the listeners (prlimit) */
     }
     server_reap_handshakes(s);
     if (ready == 0) {

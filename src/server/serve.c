@@ -69,6 +69,7 @@ static const char serve_usage[] =
 
 struct serve_config {
   const char *path;
+  char path_shown[LOG_SHOWN_MAX]; /* path escaped for messages (log_escape_str) */
   const char *export_name;
   const char *listen_addr;
   const char *socket_path;
@@ -260,6 +261,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
     return bad_usage("unexpected argument '%s' (one PATH per server)", argv[optind + 1]);
   }
   cfg->path = argv[optind];
+  log_escape_str(cfg->path_shown, sizeof cfg->path_shown, cfg->path);
   if (cfg->export_name == NULL) {
     cfg->export_name = ""; /* the default export */
   }
@@ -305,7 +307,7 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
   rc = backing_spec_check(cfg->path, &info);
   if (rc == -EINVAL) {
     fprintf(stderr, "diskgate serve: %s: expected rbd:POOL[/NAMESPACE]/IMAGE[@SNAP]\n",
-            cfg->path);
+            cfg->path_shown);
     return 2;
   }
   if (rc == 0 && info.costly) {
@@ -322,20 +324,21 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
   rc = backing_open(cfg->path, &opts, &b);
   if (rc == -EBUSY) {
     fprintf(stderr, "diskgate serve: %s is already served by another process (its lock is held)\n",
-            cfg->path);
+            cfg->path_shown);
     return 2;
   }
   if (rc == -ENOTSUP && cfg->opts.cache == CACHE_DIRECT && strncmp(cfg->path, "rbd:", 4) != 0) {
     fprintf(stderr, "diskgate serve: %s: the file system refuses O_DIRECT; use --cache writeback\n",
-            cfg->path);
+            cfg->path_shown);
     return 2;
   }
   if (rc == -EINVAL) {
-    fprintf(stderr, "diskgate serve: %s: not a regular file or device of known size\n", cfg->path);
+    fprintf(stderr, "diskgate serve: %s: not a regular file or device of known size\n",
+            cfg->path_shown);
     return 2;
   }
   if (rc < 0) {
-    fprintf(stderr, "diskgate serve: cannot open %s: %s\n", cfg->path, strerror(-rc));
+    fprintf(stderr, "diskgate serve: cannot open %s: %s\n", cfg->path_shown, strerror(-rc));
     return 2;
   }
   /* export_create adds the backing's own read-only (an RBD snapshot) to --read-only. */
@@ -378,7 +381,9 @@ static int open_listeners(const struct serve_config *cfg, struct listener *ls, s
     if (cfg->socket_path[0] != '/') {
       if (getcwd(abs, sizeof abs) == NULL ||
           strlen(abs) + 1 + strlen(cfg->socket_path) >= sizeof abs) {
-        fprintf(stderr, "diskgate serve: socket path %s too long\n", cfg->socket_path);
+        char shown[LOG_SHOWN_MAX];
+        fprintf(stderr, "diskgate serve: socket path %s too long\n",
+                log_escape_str(shown, sizeof shown, cfg->socket_path));
         rc = -ENAMETOOLONG;
       } else {
         strcat(abs, "/");
@@ -391,7 +396,9 @@ static int open_listeners(const struct serve_config *cfg, struct listener *ls, s
     if (rc == 0) {
       rc = listen_open_unix(&ls[*n], abs);
       if (rc < 0) {
-        fprintf(stderr, "diskgate serve: cannot listen on %s: %s\n", abs,
+        char shown[LOG_SHOWN_MAX];
+        fprintf(stderr, "diskgate serve: cannot listen on %s: %s\n",
+                log_escape_str(shown, sizeof shown, abs),
                 rc == -EADDRINUSE ? "another server is accepting there"
                 : rc == -EEXIST   ? "the path exists and is not a socket (it is left alone)"
                                   : strerror(-rc));
@@ -424,18 +431,20 @@ static int open_listeners(const struct serve_config *cfg, struct listener *ls, s
 static int pid_file_probe(const char *path)
 {
   char tmp[PATH_MAX];
+  char shown[LOG_SHOWN_MAX];
   int fd;
 
   if (path == NULL) {
     return 0;
   }
+  log_escape_str(shown, sizeof shown, path);
   if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
-    fprintf(stderr, "diskgate serve: --pid-file %s: name too long\n", path);
+    fprintf(stderr, "diskgate serve: --pid-file %s: name too long\n", shown);
     return 2;
   }
   fd = open(tmp, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) {
-    fprintf(stderr, "diskgate serve: --pid-file %s: %s\n", path, strerror(errno));
+    fprintf(stderr, "diskgate serve: --pid-file %s: %s\n", shown, strerror(errno));
     return 2;
   }
   close(fd);
@@ -534,7 +543,7 @@ int serve_main(int argc, char **argv)
       snprintf(size, sizeof size, "%llu bytes", (unsigned long long)e->backing->geo.size);
     }
     log_info("serving %s as export '%s': %s, sync %s, cache %s, engine %s, %u threads%s",
-             cfg.path, e->log_name, size, sync_mode_name(cfg.opts.sync),
+             cfg.path_shown, e->log_name, size, sync_mode_name(cfg.opts.sync),
              cache_mode_name(cfg.opts.cache), engine_kind_name(cfg.engine), cfg.threads,
              e->read_only ? ", read-only" : "");
     if (cfg.tls != TLS_MODE_OFF) {
@@ -568,7 +577,9 @@ int serve_main(int argc, char **argv)
   server.exports[0] = e;
   server.nexports = 1;
   if (cfg.pid_file != NULL && (rc = write_pid_file(cfg.pid_file)) < 0) {
-    log_warn("cannot write the pid file %s: %s", cfg.pid_file, strerror(-rc)); /* probed */
+    char shown[LOG_SHOWN_MAX];
+    log_warn("cannot write the pid file %s: %s", log_escape_str(shown, sizeof shown, cfg.pid_file),
+             strerror(-rc)); /* probed */
   }
   if (cfg.engine == ENGINE_URING) {
     rc = loop_start_all(cfg.threads, engine, &server.loops);
@@ -579,7 +590,12 @@ int serve_main(int argc, char **argv)
     }
   }
   sig = listen_run(&server, ls, nls, sfd);
-  log_info("signal %d (%s): finishing in-flight requests, then exiting", sig, strsignal(sig));
+  if (sig > 0) {
+    log_info("signal %d (%s): finishing in-flight requests, then exiting", sig, strsignal(sig));
+  } else {
+    log_error("cannot wait for connections (poll: %s): finishing in-flight requests, then "
+              "exiting", strerror(-sig));
+  }
   for (size_t i = 0; i < nls; i++) {
     listen_close(&ls[i]);
   }
@@ -591,7 +607,7 @@ int serve_main(int argc, char **argv)
       unlink(cfg.pid_file);
     }
     fflush(NULL);
-    _exit(0);
+    _exit(sig > 0 ? 0 : 1);
   }
   if (server.nloops > 0) {
     loop_stop_all(server.loops, server.nloops);
@@ -603,5 +619,5 @@ int serve_main(int argc, char **argv)
     unlink(cfg.pid_file);
   }
   close(sfd);
-  return 0;
+  return sig > 0 ? 0 : 1; /* 1: stopped by a failure, not by a signal */
 }

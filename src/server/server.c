@@ -245,7 +245,7 @@ bool server_conns_drain(struct server *s)
     stuck = export_attaching(s);
     if (stuck != NULL) {
       log_warn("export '%s': still opening %s (the cluster does not answer); exiting "
-               "without waiting for it", stuck->name, stuck->spec);
+               "without waiting for it", stuck->log_name, stuck->log_spec);
       pthread_mutex_unlock(&s->lock);
       return false;
     }

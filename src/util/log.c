@@ -53,3 +53,8 @@ const char *log_escape(char *out, size_t size, const void *data, size_t len)
   out[o] = '\0';
   return out;
 }
+
+const char *log_escape_str(char *out, size_t size, const char *s)
+{
+  return log_escape(out, size, s, strlen(s));
+}

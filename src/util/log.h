@@ -18,6 +18,14 @@ void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(p
  * to fit `size` (at least 8). Returns out. Any thread. */
 const char *log_escape(char *out, size_t size, const void *data, size_t len);
 
+/* Bytes of a buffer for log_escape_str: a path or name longer than what fits is cut with
+ * "..." (a log line names it, it does not have to hold all of it). */
+#define LOG_SHOWN_MAX 512
+
+/* log_escape of the NUL-terminated string `s` (a path the operator gave, say): one line,
+ * printable ASCII. Returns out. Any thread. */
+const char *log_escape_str(char *out, size_t size, const char *s);
+
 #define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
 #define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
