@@ -78,14 +78,18 @@ int bench_copy_make_tree(struct bench_env *env)
 {
   const size_t cap = 1u << 20;
   uint64_t want = env->opts->copy_size, bytes = 0, have_want = 0, seed = 0x243f6a8885a308d3ull;
-  char manifest[PATH_MAX + 16], path[PATH_MAX + 64];
+  const char *manifest = env->tree_manifest;
+  char path[PATH_MAX + 64];
   unsigned files = 0;
   uint64_t *buf;
   FILE *f;
   int rc = 0;
 
-  bench_fmt(manifest, sizeof(manifest), "%s.manifest", env->tree);
-  if (read_manifest(manifest, &bytes, &files, &have_want) == 0 && have_want == want) {
+  struct stat st;
+
+  /* A manifest describes a tree that --keep kept; without the tree it is stale. */
+  if (read_manifest(manifest, &bytes, &files, &have_want) == 0 && have_want == want &&
+      stat(env->tree, &st) == 0 && S_ISDIR(st.st_mode)) {
     env->tree_bytes = bytes;
     env->tree_files = files;
     return 0;
@@ -102,6 +106,10 @@ int bench_copy_make_tree(struct bench_env *env)
   bytes = 0;
   files = 0;
   while (bytes < want && rc == 0) {
+    if (bench_proc_interrupted()) {
+      rc = -EINTR;
+      break;
+    }
     double u = (double)(next_random(&seed) >> 11) / 9007199254740992.0;
     size_t size = (size_t)(MIN_FILE * pow(MAX_FILE / MIN_FILE, u));
 
@@ -187,7 +195,7 @@ int bench_copy_run(const struct bench_env *env, const char *dev, pid_t server_pi
     bench_proc_cpu(helper_pid, &hlp0);
   }
   t0 = bench_proc_now();
-  rc = bench_proc_run(cp_argv, log, 3600.0, &cp_cpu);
+  rc = bench_proc_run_measured(cp_argv, log, 3600.0, &cp_cpu);
   if (rc == 0) {
     fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0 || syncfs(fd) < 0) {
@@ -196,8 +204,16 @@ int bench_copy_run(const struct bench_env *env, const char *dev, pid_t server_pi
     if (fd >= 0) {
       close(fd);
     }
+  } else if (rc == -EINTR) {
+    /* interrupted (Ctrl-C): cp was stopped; the run is marked so */
   } else {
-    fprintf(stderr, "diskgate bench: cp -a onto %s failed (status %d, see %s)\n", dev, rc, log);
+    if (rc > 0) {
+      fprintf(stderr, "diskgate bench: cp -a onto %s failed (exit status %d, see %s)\n", dev, rc,
+              log);
+    } else {
+      fprintf(stderr, "diskgate bench: cp -a onto %s failed (%s, see %s)\n", dev, strerror(-rc),
+              log);
+    }
     rc = -EIO;
   }
   t1 = bench_proc_now();

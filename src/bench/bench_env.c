@@ -6,12 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "bench/bench_env.h"
 #include "bench/bench_paths.h"
+#include "bench/bench_proc.h"
 #include "bench/bench_util.h"
 
 int bench_env_mkdir_p(const char *path)
@@ -77,7 +79,8 @@ static void find_srcdir(struct bench_env *env)
   }
 }
 
-int bench_env_locate(struct bench_env *env, const struct bench_opts *opts, bool need_file)
+int bench_env_locate(struct bench_env *env, const struct bench_opts *opts, bool need_file,
+                     bool need_tree)
 {
   struct statvfs vfs;
   struct stat sb;
@@ -85,6 +88,7 @@ int bench_env_locate(struct bench_env *env, const struct bench_opts *opts, bool 
   ssize_t n;
 
   memset(env, 0, sizeof(*env));
+  env->dir_lock = -1;
   env->opts = opts;
   env->need_file = need_file;
   if (stat(opts->dir, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
@@ -99,15 +103,19 @@ int bench_env_locate(struct bench_env *env, const struct bench_opts *opts, bool 
   }
   bench_fmt(env->file, sizeof(env->file), "%s/diskgate-bench.img", env->dir);
   bench_fmt(env->tree, sizeof(env->tree), "%s/diskgate-bench-tree", env->dir);
-  need = (need_file ? opts->size : 0) + opts->copy_size;
+  bench_fmt(env->tree_manifest, sizeof(env->tree_manifest), "%s.manifest", env->tree);
+  need = (need_file ? opts->size : 0) + (need_tree ? opts->copy_size : 0);
   if (stat(env->file, &sb) == 0 && S_ISREG(sb.st_mode)) {
     need = need > (uint64_t)sb.st_size ? need - (uint64_t)sb.st_size : 0;
   }
   if (statvfs(env->dir, &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize < need) {
     fprintf(stderr, "diskgate bench: --dir %s has %llu MiB free, the lab needs %llu MiB there "
-            "(--size and the copy tree)\n", opts->dir,
+            "(%s)\n", opts->dir,
             (unsigned long long)((uint64_t)vfs.f_bavail * vfs.f_frsize >> 20),
-            (unsigned long long)(need >> 20));
+            (unsigned long long)(need >> 20),
+            need_file && need_tree ? "--size and the copy tree"
+            : need_tree            ? "the copy tree"
+                                   : "--size");
     return -ENOSPC;
   }
   n = readlink("/proc/self/exe", env->self, sizeof(env->self) - 1);
@@ -117,6 +125,31 @@ int bench_env_locate(struct bench_env *env, const struct bench_opts *opts, bool 
     env->self[n] = '\0';
   }
   find_srcdir(env);
+  return 0;
+}
+
+int bench_env_lock_dir(struct bench_env *env)
+{
+  int fd = open(env->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int rc;
+
+  if (fd < 0) {
+    rc = -errno;
+    fprintf(stderr, "diskgate bench: --dir %s: %s\n", env->opts->dir, strerror(-rc));
+    return rc;
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+    rc = errno == EWOULDBLOCK ? -EBUSY : -errno;
+    close(fd);
+    if (rc == -EBUSY) {
+      fprintf(stderr, "diskgate bench: another diskgate bench is using --dir %s (its test file "
+              "would be shared): give each run its own --dir\n", env->opts->dir);
+    } else {
+      fprintf(stderr, "diskgate bench: --dir %s: %s\n", env->opts->dir, strerror(-rc));
+    }
+    return rc;
+  }
+  env->dir_lock = fd;
   return 0;
 }
 
@@ -210,6 +243,10 @@ int bench_env_make_file(struct bench_env *env)
     size_t len = size - off < chunk ? (size_t)(size - off) : chunk;
     size_t done = 0;
 
+    if (bench_proc_interrupted()) {
+      rc = -EINTR; /* Ctrl-C: do not write (and sync) the rest of a large file first */
+      break;
+    }
     for (size_t i = 0; i < chunk / sizeof(uint64_t); i++) {
       buf[i] = next_random(&seed);
     }
@@ -277,5 +314,12 @@ void bench_env_cleanup(struct bench_env *env)
       unlink(env->file);
     }
     bench_env_remove_tree(env->tree);
+    if (env->tree_manifest[0] != '\0') {
+      unlink(env->tree_manifest); /* without its tree it would be stale */
+    }
+  }
+  if (env->dir_lock >= 0) {
+    close(env->dir_lock); /* releases the flock: another lab may use --dir now */
+    env->dir_lock = -1;
   }
 }

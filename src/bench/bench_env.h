@@ -17,7 +17,9 @@ struct bench_env {
   char dir[PATH_MAX];      /* --dir, absolute */
   char file[PATH_MAX];     /* the test file, in dir */
   char tree[PATH_MAX];     /* the copy test's source tree, in dir */
+  char tree_manifest[PATH_MAX + 16]; /* tree + ".manifest": what the kept tree holds */
   char self[PATH_MAX];     /* the diskgate binary (for `diskgate serve`) */
+  int dir_lock;            /* --dir open with flock(LOCK_EX) while the lab uses it, or -1 */
   char srcdir[PATH_MAX];   /* the source tree (for the guest scripts), "" if unknown */
   char accel[16];          /* the guest accelerator seen so far, "" before any guest run */
   char guest_image[PATH_MAX]; /* kernel + initramfs directory (guest-image.sh), "" until made */
@@ -32,10 +34,17 @@ struct bench_env {
 };
 
 /* Fills *env for opts without touching anything: checks that --dir is a directory with room
- * for the test file (when need_file: some selected row reads it) and the copy tree, names
- * those, and finds the diskgate binary and the source tree. Prints one line and returns -errno
- * (-ENOTDIR, -ENOSPC) when --dir is unusable. */
-int bench_env_locate(struct bench_env *env, const struct bench_opts *opts, bool need_file);
+ * for the test file (when need_file: some selected row reads it) and the copy tree (when
+ * need_tree: the copy test runs), names those, and finds the diskgate binary and the source
+ * tree. Prints one line and returns -errno (-ENOTDIR, -ENOSPC) when --dir is unusable. */
+int bench_env_locate(struct bench_env *env, const struct bench_opts *opts, bool need_file,
+                     bool need_tree);
+
+/* Takes an exclusive flock(2) on --dir for the life of the process (released by
+ * bench_env_cleanup), so that two labs never write and delete the same test file. Returns
+ * 0, or -EBUSY after one line on stderr when another lab holds it, or -errno. Main
+ * thread, after bench_env_locate. */
+int bench_env_lock_dir(struct bench_env *env);
 
 /* Makes --out (env->opts->out, with its parents) if it is missing, checks that it is a
  * directory this process can write, and sets env->out to its absolute path. The lab calls

@@ -24,7 +24,15 @@ int bench_fio_write_job(FILE *f, const struct bench_workload *wl, const struct b
     fprintf(f, "uri=%s\n", t->uri);
   }
   if (t->filename != NULL) {
-    fprintf(f, "filename=%s\n", t->filename);
+    /* fio splits filename= at ':' (several files); "\\:" is a colon in the name */
+    fputs("filename=", f);
+    for (const char *c = t->filename; *c != '\0'; c++) {
+      if (*c == ':') {
+        fputc('\\', f);
+      }
+      fputc(*c, f);
+    }
+    fputc('\n', f);
   }
   fprintf(f, "size=%llu\n", (unsigned long long)t->size);
   fprintf(f, "direct=1\n");

@@ -129,6 +129,8 @@ struct watch {
   double began[BENCH_MAX_WORKLOADS];
   bench_guest_progress_fn progress;
   void *arg;
+  pid_t script;          /* run-guest.sh: stopped (SIGTERM) on an interrupt */
+  bool stopped;
 };
 
 static pid_t read_pidfile(const char *path)
@@ -224,6 +226,12 @@ static void watch_stream(struct watch *w, int fd, FILE *log)
     int timeout = 200;
     ssize_t got;
 
+    if (!w->stopped && bench_proc_interrupted()) {
+      /* Ctrl-C or SIGTERM to the lab: the guest's remaining jobs are not run. The script
+       * kills QEMU and, with DG_GUEST_KEEP_ON_SIGNAL=0, removes its scratch directory. */
+      kill(w->script, SIGTERM);
+      w->stopped = true;
+    }
     if (w->sample_at > 0) {
       double now = bench_proc_now();
 
@@ -498,6 +506,7 @@ int bench_guest_run(struct bench_env *env, const struct bench_config *cfg,
     }
     setenv("QEMU", wrapper, 1);
   }
+  setenv("DG_GUEST_KEEP_ON_SIGNAL", "0", 1); /* an interrupted lab leaves no scratch dir */
   rc = bench_proc_spawn_io(argv, out_fd, fds[1], &pid);
   if (ninep) {
     if (had_qemu) {
@@ -521,6 +530,7 @@ int bench_guest_run(struct bench_env *env, const struct bench_config *cfg,
   w.current = -1;
   w.progress = progress;
   w.arg = arg;
+  w.script = pid;
   logf = fopen(log, "a");
   watch_stream(&w, fds[0], logf);
   if (logf != NULL) {
@@ -530,6 +540,9 @@ int bench_guest_run(struct bench_env *env, const struct bench_config *cfg,
   rc = bench_proc_wait(pid, 60.0, &st, NULL);
   if (rc < 0) {
     return rc;
+  }
+  if (w.stopped) {
+    return -EINTR;
   }
   if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
     fprintf(stderr, "diskgate bench: the guest for %s failed (status %d; see %s)\n", tag,

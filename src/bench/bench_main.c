@@ -120,10 +120,6 @@ static int check_tools(const struct bench_results *r, const struct bench_env *en
       return -ENOENT;
     }
   }
-  if (copy && geteuid() != 0) {
-    fprintf(stderr, "diskgate bench: note: not root, so the copy test is skipped (it needs "
-                    "mkfs and mount)\n");
-  }
   return 0;
 }
 
@@ -145,13 +141,31 @@ static void list_all(FILE *out)
   fputs("Profiles (--profile): quick, seeds, sync, rbd, all\n", out);
 }
 
+/* The command line as a POSIX shell would take it back: an argument that is empty or holds
+ * anything but [A-Za-z0-9,._+:@%/=-] is single-quoted ('\'' for a quote inside). Control
+ * characters are kept (the report escapes nothing else either); the line is cut at len. */
 static void join_command(int argc, char **argv, char *buf, size_t len)
 {
+  static const char plain[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                              ",._+:@%/=-";
+
   bench_fmt(buf, len, "diskgate");
   for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
     size_t used = strlen(buf);
+    bool quote = a[0] == '\0' || a[strspn(a, plain)] != '\0';
 
-    if (!bench_fmt(buf + used, len - used, " %s", argv[i])) {
+    if (!bench_fmt(buf + used, len - used, quote ? " '" : " ")) {
+      break;
+    }
+    for (const char *c = a; *c != '\0'; c++) {
+      used = strlen(buf);
+      if (!bench_fmt(buf + used, len - used, *c == '\'' && quote ? "'\\''" : "%c", *c)) {
+        return;
+      }
+    }
+    used = strlen(buf);
+    if (quote && !bench_fmt(buf + used, len - used, "'")) {
       break;
     }
   }
@@ -174,8 +188,11 @@ static int write_report(const struct bench_env *env, const char *name,
     return rc;
   }
   rc = write(f, r);
+  if (fflush(f) != 0) {
+    rc = -errno; /* the reason (ENOSPC), where the writer could only see ferror */
+  }
   if (fclose(f) != 0 && rc == 0) {
-    rc = -EIO;
+    rc = -errno;
   }
   if (rc < 0) {
     fprintf(stderr, "diskgate bench: cannot write %s: %s\n", path, strerror(-rc));
@@ -192,6 +209,37 @@ static bool needs_file(const struct bench_results *r)
     }
   }
   return false;
+}
+
+/* Returns true when the copy workload is selected. */
+static bool copy_selected(const struct bench_results *r)
+{
+  for (size_t w = 0; w < r->nworkloads; w++) {
+    if (r->workloads[w]->kind == BENCH_WL_COPY) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Not root: drops the copy workload (it needs mkfs and mount), with one line saying so,
+ * before anything is prepared for it. Returns the number of workloads left. */
+static size_t drop_copy_unless_root(struct bench_results *r)
+{
+  size_t kept = 0;
+
+  if (geteuid() == 0 || !copy_selected(r)) {
+    return r->nworkloads;
+  }
+  fprintf(stderr, "diskgate bench: note: not root, so the copy test is skipped (it needs "
+                  "mkfs and mount)\n");
+  for (size_t w = 0; w < r->nworkloads; w++) {
+    if (r->workloads[w]->kind != BENCH_WL_COPY) {
+      r->workloads[kept++] = r->workloads[w];
+    }
+  }
+  r->nworkloads = kept;
+  return kept;
 }
 
 /* Drops the RBD rows that cannot run here, with one line saying why. Returns the number of
@@ -226,7 +274,9 @@ static int prepare_data(struct bench_env *env, struct bench_results *r)
             (unsigned long long)(env->opts->size >> 20));
     rc = bench_env_make_file(env);
     if (rc < 0) {
-      fprintf(stderr, "diskgate bench: cannot write %s: %s\n", env->file, strerror(-rc));
+      if (rc != -EINTR) {
+        fprintf(stderr, "diskgate bench: cannot write %s: %s\n", env->file, strerror(-rc));
+      }
       return rc;
     }
   }
@@ -236,7 +286,9 @@ static int prepare_data(struct bench_env *env, struct bench_results *r)
               (unsigned long long)(env->opts->copy_size >> 20));
       rc = bench_copy_make_tree(env);
       if (rc < 0) {
-        fprintf(stderr, "diskgate bench: cannot make %s: %s\n", env->tree, strerror(-rc));
+        if (rc != -EINTR) {
+          fprintf(stderr, "diskgate bench: cannot make %s: %s\n", env->tree, strerror(-rc));
+        }
         return rc;
       }
       fprintf(stderr, "diskgate bench: the tree holds %u files, %llu bytes\n", env->tree_files,
@@ -291,6 +343,7 @@ int bench_main(int argc, char **argv)
   double t0;
   time_t now;
   int rc, status = 0;
+  bool written;
 
   memset(&r, 0, sizeof(r));
   rc = bench_cli_parse(argc, argv, &r.opts, stdout, stderr);
@@ -315,7 +368,11 @@ int bench_main(int argc, char **argv)
   if (rc < 0) {
     return 2;
   }
-  if (bench_env_locate(&env, &r.opts, needs_file(&r)) < 0) {
+  if (drop_copy_unless_root(&r) == 0) {
+    fprintf(stderr, "diskgate bench: nothing to run: the copy test needs root\n");
+    return 2;
+  }
+  if (bench_env_locate(&env, &r.opts, needs_file(&r), copy_selected(&r)) < 0) {
     return 2;
   }
   if (drop_unusable_rbd_rows(&r, &env) == 0) {
@@ -331,7 +388,8 @@ int bench_main(int argc, char **argv)
     free(r.cells);
     return 2;
   }
-  if (bench_env_open_out(&env) < 0) { /* before anything runs: a bad command line */
+  if (bench_env_open_out(&env) < 0 || /* before anything runs: a bad command line */
+      bench_env_lock_dir(&env) < 0) { /* not bench_env_cleanup: the files are another lab's */
     free(r.cells);
     return 2;
   }
@@ -362,14 +420,21 @@ int bench_main(int argc, char **argv)
   r.tree_files = env.tree_files;
   bench_fmt(r.machine.accel, sizeof(r.machine.accel), "%s", env.accel);
   bench_stats_results_finish(&r);
-  if (write_report(&env, "bench.md", bench_report_md_write, &r) < 0 ||
-      write_report(&env, "bench.json", bench_report_json_write, &r) < 0 ||
-      write_report(&env, "bench.svg", bench_report_svg_write, &r) < 0) {
-    status = 1;
+  written = write_report(&env, "bench.md", bench_report_md_write, &r) == 0 &&
+            write_report(&env, "bench.json", bench_report_json_write, &r) == 0 &&
+            write_report(&env, "bench.svg", bench_report_svg_write, &r) == 0;
+  bench_report_md_write(stdout, &r); /* the table, even when --out could not take it */
+  if (bench_proc_interrupted()) {
+    status = 130; /* as a shell reports a Ctrl-C */
+  }
+  if (!written) {
+    status = status == 130 ? 130 : 1;
   } else {
-    bench_report_md_write(stdout, &r);
     fprintf(stderr, "diskgate bench: wrote %s/bench.md, bench.json and bench.svg%s\n", env.out,
-            status != 0 ? " (some runs failed: see the cells and logs/)" : "");
+            status == 130  ? " (interrupted: the runs done so far; cells not reached say "
+                             "'not run')"
+            : status != 0 ? " (some runs failed: see the cells and logs/)"
+                          : "");
   }
   bench_env_cleanup(&env);
   free(r.cells);

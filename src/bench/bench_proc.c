@@ -139,10 +139,12 @@ int bench_proc_cpu(pid_t pid, double *seconds)
   return 0;
 }
 
-int bench_proc_wait(pid_t pid, double timeout_s, int *status, double *cpu_s)
+/* bench_proc_wait; when `interruptible`, an interrupt (SIGINT, SIGTERM) sends the child
+ * SIGTERM and, 10 s later, SIGKILL, and the result is -EINTR. */
+static int proc_wait(pid_t pid, double timeout_s, int *status, double *cpu_s, bool interruptible)
 {
   double deadline = bench_proc_now() + timeout_s;
-  bool killed = false;
+  bool killed = false, stopped = false;
   siginfo_t info;
   int st = 0;
 
@@ -164,6 +166,12 @@ int bench_proc_wait(pid_t pid, double timeout_s, int *status, double *cpu_s)
       kill(pid, SIGKILL);
       killed = true;
     }
+    if (interruptible && !stopped && bench_proc_interrupted()) {
+      kill(pid, SIGTERM);
+      stopped = true;
+      deadline = bench_proc_now() + 10.0;
+      timeout_s = 10.0;
+    }
     usleep(10000);
   }
   if (cpu_s != NULL && bench_proc_cpu(pid, cpu_s) < 0) {
@@ -177,7 +185,15 @@ int bench_proc_wait(pid_t pid, double timeout_s, int *status, double *cpu_s)
   if (status != NULL) {
     *status = st;
   }
+  if (stopped) {
+    return -EINTR;
+  }
   return killed ? -ETIMEDOUT : 0;
+}
+
+int bench_proc_wait(pid_t pid, double timeout_s, int *status, double *cpu_s)
+{
+  return proc_wait(pid, timeout_s, status, cpu_s, false);
 }
 
 bool bench_proc_exited(pid_t pid)
@@ -222,7 +238,8 @@ int bench_proc_stop(pid_t pid, double timeout_s, int *status)
   return 0;
 }
 
-int bench_proc_run(char *const argv[], const char *log_path, double timeout_s, double *cpu_s)
+static int proc_run(char *const argv[], const char *log_path, double timeout_s, double *cpu_s,
+                    bool interruptible)
 {
   pid_t pid;
   int st = 0;
@@ -231,7 +248,7 @@ int bench_proc_run(char *const argv[], const char *log_path, double timeout_s, d
   if (rc < 0) {
     return rc;
   }
-  rc = bench_proc_wait(pid, timeout_s, &st, cpu_s);
+  rc = proc_wait(pid, timeout_s, &st, cpu_s, interruptible);
   if (rc < 0) {
     return rc;
   }
@@ -239,6 +256,17 @@ int bench_proc_run(char *const argv[], const char *log_path, double timeout_s, d
     return WEXITSTATUS(st);
   }
   return -EINTR;
+}
+
+int bench_proc_run(char *const argv[], const char *log_path, double timeout_s, double *cpu_s)
+{
+  return proc_run(argv, log_path, timeout_s, cpu_s, false);
+}
+
+int bench_proc_run_measured(char *const argv[], const char *log_path, double timeout_s,
+                            double *cpu_s)
+{
+  return proc_run(argv, log_path, timeout_s, cpu_s, true);
 }
 
 int bench_proc_capture(char *const argv[], char *out, size_t outlen, double timeout_s)

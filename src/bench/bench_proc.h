@@ -49,6 +49,12 @@ int bench_proc_stop(pid_t pid, double timeout_s, int *status);
  * -EINTR when it was killed by a signal, -ETIMEDOUT, or -errno. Sets *cpu_s when not NULL. */
 int bench_proc_run(char *const argv[], const char *log_path, double timeout_s, double *cpu_s);
 
+/* bench_proc_run for a measured workload (cp of the copy test): an interrupt (Ctrl-C)
+ * stops it with SIGTERM (SIGKILL 10 s later) and the result is -EINTR. Setup and cleanup
+ * steps (losetup -d, umount) use bench_proc_run, which an interrupt does not cut short. */
+int bench_proc_run_measured(char *const argv[], const char *log_path, double timeout_s,
+                            double *cpu_s);
+
 /* Runs argv and copies up to outlen - 1 bytes of its stdout (stderr discarded) into out,
  * NUL-terminated, trailing newlines removed. Returns the exit status (>= 0) or -errno. */
 int bench_proc_capture(char *const argv[], char *out, size_t outlen, double timeout_s);

@@ -106,9 +106,20 @@ static bool group_has_rows(const struct bench_results *r, enum bench_group group
   return false;
 }
 
+/* Runs of the cell that succeeded (its medians are over these). */
+static size_t runs_ok(const struct bench_cell *cell)
+{
+  size_t n = 0;
+
+  for (size_t i = 0; i < cell->nruns && i < BENCH_MAX_RUNS; i++) {
+    n += cell->runs[i].ok ? 1 : 0;
+  }
+  return n;
+}
+
 static void cell_text(const struct bench_cell *cell, enum table_kind kind, char *buf, size_t len)
 {
-  char a[40], b[40];
+  char a[40], b[40], partial[40] = "";
 
   switch (cell->state) {
   case BENCH_CELL_NA:
@@ -118,7 +129,8 @@ static void cell_text(const struct bench_cell *cell, enum table_kind kind, char 
     bench_fmt(buf, len, "not run");
     return;
   case BENCH_CELL_FAILED:
-    bench_fmt(buf, len, "failed");
+    /* "interrupted": the lab was stopped (Ctrl-C) during the cell's only run(s) */
+    bench_fmt(buf, len, "%s", strcmp(cell->note, "interrupted") == 0 ? "interrupted" : "failed");
     return;
   case BENCH_CELL_DONE:
     break;
@@ -126,11 +138,14 @@ static void cell_text(const struct bench_cell *cell, enum table_kind kind, char 
   switch (kind) {
   case TABLE_VALUE:
     bench_report_fmt_value(cell->value, cell->wl->unit, a, sizeof(a));
+    if (runs_ok(cell) < cell->nruns) { /* a median of fewer runs than the table says */
+      bench_fmt(partial, sizeof(partial), " [%zu of %zu runs]", runs_ok(cell), cell->nruns);
+    }
     if (cell->have_pct) {
       bench_report_fmt_pct(cell->pct, b, sizeof(b));
-      bench_fmt(buf, len, "%s (%s)", a, b);
+      bench_fmt(buf, len, "%s (%s)%s", a, b, partial);
     } else {
-      bench_fmt(buf, len, "%s", a);
+      bench_fmt(buf, len, "%s%s", a, partial);
     }
     return;
   case TABLE_P99:

@@ -279,8 +279,9 @@ static int run_guest_cells(struct bench_env *env, struct bench_results *r, size_
     if (rc == 0 && samples[i].ok) {
       cell->runs[round] = samples[i];
     } else {
-      run_failed(cell, round, rc < 0 ? "the guest did not run (see logs/)"
-                                     : "the guest's fio run failed (see raw/guest-*.out)");
+      run_failed(cell, round, rc == -EINTR ? "interrupted"
+                              : rc < 0     ? "the guest did not run (see logs/)"
+                                           : "the guest's fio run failed (see raw/guest-*.out)");
       result = -EIO;
     }
   }

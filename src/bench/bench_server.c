@@ -15,6 +15,7 @@
 #include "bench/bench_rbd.h"
 #include "bench/bench_server.h"
 #include "bench/bench_util.h"
+#include "nbd/uri.h"
 
 int bench_server_free_port(void)
 {
@@ -125,7 +126,10 @@ int bench_server_start(const struct bench_env *env, const struct bench_config *c
   } else {
     bench_fmt(srv->sock, sizeof(srv->sock), "%s/%s.sock", env->work, tag);
     unlink(srv->sock);
-    bench_fmt(srv->uri, sizeof(srv->uri), "nbd+unix:///%s?socket=%s", BENCH_EXPORT, srv->sock);
+    /* percent-encoded (doc/uri.md): TMPDIR may hold a space or a '%' */
+    if (nbd_uri_format_unix(srv->uri, sizeof(srv->uri), srv->sock, BENCH_EXPORT) < 0) {
+      return -ENAMETOOLONG;
+    }
   }
   switch (cfg->server) {
   case BENCH_SERVER_DISKGATE:

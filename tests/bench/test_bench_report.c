@@ -165,6 +165,34 @@ static void test_markdown_matches_expected(void **state)
   free(want);
 }
 
+/* A cell of which only some runs succeeded says so after its median ("[k of n runs]"), and
+ * a cell whose run was interrupted says "interrupted", not "failed" (a tester read a
+ * one-run median as a three-run one, and a Ctrl-C as a failure). */
+static void test_partial_and_interrupted_cells(void **state)
+{
+  struct bench_results r;
+  struct bench_cell *cell;
+  char *md;
+
+  (void)state;
+  make_results(&r);
+  cell = bench_results_cell(&r, 1, 1); /* qemu-nbd-unix, randread-4k */
+  cell->runs[2].ok = false;
+  cell->runs[0].ok = false;
+  cell = bench_results_cell(&r, 2, 1); /* nbdkit-unix, randread-4k */
+  for (size_t i = 0; i < 3; i++) {
+    cell->runs[i].ok = false;
+  }
+  snprintf(cell->note, sizeof(cell->note), "interrupted");
+  bench_stats_results_finish(&r);
+  md = render(bench_report_md_write, &r);
+  assert_non_null(strstr(md, " [1 of 3 runs] |"));
+  assert_null(strstr(strstr(md, " [1 of 3 runs] |") + 16, "of 3 runs]")); /* values only */
+  assert_non_null(strstr(md, "| nbdkit-unix | "));
+  assert_non_null(strstr(md, " interrupted |"));
+  free(md);
+}
+
 static void test_formats(void **state)
 {
   char buf[64];
@@ -371,6 +399,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_markdown_matches_expected),
     cmocka_unit_test(test_formats),
+    cmocka_unit_test(test_partial_and_interrupted_cells),
     cmocka_unit_test(test_json_keeps_every_run),
     cmocka_unit_test(test_svg_has_a_bar_per_cell),
     cmocka_unit_test(test_json_round_trip),

@@ -27,7 +27,9 @@
 # machine's nested KVM cannot run the Debian kernel, so expect TCG. The accelerator is reported
 # on stderr as `guest: accel=...`.
 # Environment: DISKGATE_CACHE (cache root, see guest-image.sh), DISKGATE_GUEST_ACCEL=kvm|tcg
-# (skip the probe), DG_GUEST_APPEND (extra kernel parameters), QEMU (the qemu binary).
+# (skip the probe), DG_GUEST_APPEND (extra kernel parameters), QEMU (the qemu binary),
+# DG_GUEST_KEEP_ON_SIGNAL=0 (on SIGINT/SIGTERM remove the scratch directory too; by default
+# it is kept, with the console log, for a person who interrupted a run to look at).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -89,8 +91,8 @@ cleanup() {
   if [ "$keep" = 1 ]; then say "console log kept in $log"; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
-trap 'keep=1; exit 130' INT
-trap 'keep=1; exit 143' TERM
+trap 'keep=${DG_GUEST_KEEP_ON_SIGNAL:-1}; exit 130' INT
+trap 'keep=${DG_GUEST_KEEP_ON_SIGNAL:-1}; exit 143' TERM
 
 # ---- per-run overlay: /task.sh + extra files, appended to the base initramfs -----------------
 # The kernel unpacks concatenated (separately compressed) cpio archives in order, later files
