@@ -32,6 +32,15 @@ static void gate_enter(struct file_backing *fb, uint32_t kind)
     return;
   }
   pthread_mutex_lock(&fb->gate_lock);
+  bool busy = kind == GATE_EXCLUSIVE ? fb->gate_exclusive || fb->gate_shared > 0
+                                     : fb->gate_exclusive;
+  if (busy) {
+    /* The holder may be a request still queued for an engine worker: on a worker, this
+     * wait must not take the last one (engine_wait_begin adds a worker then). */
+    pthread_mutex_unlock(&fb->gate_lock);
+    engine_wait_begin();
+    pthread_mutex_lock(&fb->gate_lock);
+  }
   if (kind == GATE_EXCLUSIVE) {
     while (fb->gate_exclusive || fb->gate_shared > 0) {
       pthread_cond_wait(&fb->gate_cond, &fb->gate_lock);
@@ -44,6 +53,9 @@ static void gate_enter(struct file_backing *fb, uint32_t kind)
     fb->gate_shared++;
   }
   pthread_mutex_unlock(&fb->gate_lock);
+  if (busy) {
+    engine_wait_end();
+  }
 }
 
 static void gate_leave(struct file_backing *fb, uint32_t kind)

@@ -64,6 +64,15 @@ int engine_submit(struct engine *engine, struct engine_req *req);
  * Call from one thread, after the last engine_submit. */
 void engine_destroy(struct engine *engine);
 
+/* A worker of an engine is about to wait for something another request must do first (a
+ * gate, a fence: backing/file_io.c, server/fence.c): between engine_wait_begin and
+ * engine_wait_end it does not count as free to run requests, and when it was the last one
+ * the engine starts another worker (bounded), so a request queued behind the waiters still
+ * runs. On any other thread both do nothing. Call them in pairs, on the same thread,
+ * around the wait only. */
+void engine_wait_begin(void);
+void engine_wait_end(void);
+
 /* "uring" or "threads". */
 const char *engine_kind_name(enum engine_kind kind);
 

@@ -1,5 +1,13 @@
 /* engine_threads.c: the portable engine. Worker threads take requests from one FIFO and
- * run them with pread/pwritev2/fdatasync/fsync; completions run on the worker. */
+ * run them with pread/pwritev2/fdatasync/fsync; completions run on the worker.
+ *
+ * A request may wait for another one still in the FIFO (a write waiting at the file
+ * backing's gate for a read-modify-write queued behind it, or at the export's fence). When
+ * every worker waits so, nothing would run the FIFO: the pool deadlocks (a tester hung the
+ * server with four connections writing overlapping unaligned ranges). So a worker about to
+ * wait says so (engine_wait_begin), and when no other worker is left to run requests the
+ * pool starts one more, up to THREADS_EXTRA_MAX beyond its size, as io_uring's io-wq does
+ * for a worker that blocks. */
 #include <assert.h>
 #include <errno.h>
 #include <pthread.h>
@@ -10,6 +18,8 @@
 
 #include "io/engine_impl.h"
 
+#define THREADS_EXTRA_MAX 256u
+
 struct engine_threads {
   struct engine base;
   pthread_mutex_t lock;
@@ -17,9 +27,58 @@ struct engine_threads {
   struct engine_req *head;
   struct engine_req *tail;
   bool stopping;
-  unsigned nthreads;
+  unsigned nthreads;        /* started (the pool's size, plus extra ones) */
+  unsigned cap;             /* at most this many: the size + THREADS_EXTRA_MAX */
+  unsigned waiting;         /* workers inside engine_wait_begin/end */
   pthread_t threads[];
 };
+
+/* The pool the calling thread works for; NULL on other threads. */
+static _Thread_local struct engine_threads *current_pool;
+
+static void *worker_main(void *arg);
+
+/* Starts one more worker. Caller holds e->lock. Returns 0 or -errno (pthread_create). */
+static int worker_add(struct engine_threads *e)
+{
+  int rc;
+
+  assert(e->nthreads < e->cap);
+  rc = pthread_create(&e->threads[e->nthreads], NULL, worker_main, e);
+  if (rc != 0) {
+    return -rc;
+  }
+  e->nthreads++;
+  return 0;
+}
+
+void engine_wait_begin(void)
+{
+  struct engine_threads *e = current_pool;
+
+  if (e == NULL) {
+    return; /* not a worker: a connection's or a loop's thread waits on its own */
+  }
+  pthread_mutex_lock(&e->lock);
+  e->waiting++;
+  if (e->waiting >= e->nthreads && e->nthreads < e->cap && !e->stopping) {
+    (void)worker_add(e); /* no other worker left for the FIFO; none more if it fails */
+  }
+  pthread_mutex_unlock(&e->lock);
+}
+
+void engine_wait_end(void)
+{
+  struct engine_threads *e = current_pool;
+
+  if (e == NULL) {
+    return;
+  }
+  pthread_mutex_lock(&e->lock);
+  assert(e->waiting > 0);
+  e->waiting--;
+  pthread_mutex_unlock(&e->lock);
+}
 
 ssize_t engine_run_blocking(struct engine_req *req)
 {
@@ -51,6 +110,7 @@ static void *worker_main(void *arg)
 {
   struct engine_threads *e = arg;
 
+  current_pool = e;
   for (;;) {
     struct engine_req *req;
 
@@ -97,11 +157,14 @@ static void threads_destroy(struct engine *base)
 {
   struct engine_threads *e = (struct engine_threads *)base;
 
+  unsigned n;
+
   pthread_mutex_lock(&e->lock);
-  e->stopping = true; /* workers drain the queue, then exit */
+  e->stopping = true; /* workers drain the queue, then exit; no worker is added now */
   pthread_cond_broadcast(&e->cond);
+  n = e->nthreads;
   pthread_mutex_unlock(&e->lock);
-  for (unsigned i = 0; i < e->nthreads; i++) {
+  for (unsigned i = 0; i < n; i++) {
     pthread_join(e->threads[i], NULL);
   }
   pthread_mutex_destroy(&e->lock);
@@ -113,22 +176,24 @@ static const struct engine_vtable threads_vtable = {threads_submit, threads_dest
 
 int engine_threads_create(unsigned threads, struct engine **out)
 {
-  struct engine_threads *e = calloc(1, sizeof *e + threads * sizeof(pthread_t));
+  unsigned cap = threads + THREADS_EXTRA_MAX;
+  struct engine_threads *e = calloc(1, sizeof *e + cap * sizeof(pthread_t));
 
   if (e == NULL) {
     return -ENOMEM;
   }
   e->base.vt = &threads_vtable;
+  e->cap = cap;
   pthread_mutex_init(&e->lock, NULL);
   pthread_cond_init(&e->cond, NULL);
   for (unsigned i = 0; i < threads; i++) {
-    int rc = pthread_create(&e->threads[i], NULL, worker_main, e);
-    if (rc != 0) {
-      e->nthreads = i;
+    pthread_mutex_lock(&e->lock);
+    int rc = worker_add(e);
+    pthread_mutex_unlock(&e->lock);
+    if (rc < 0) {
       threads_destroy(&e->base);
-      return -rc;
+      return rc;
     }
-    e->nthreads = i + 1;
   }
   assert(e->nthreads == threads);
   *out = &e->base;

@@ -5,6 +5,8 @@
 #include <assert.h>
 #include <stdbool.h>
 
+#include "io/engine.h"
+
 void fence_init(struct fence *f)
 {
   pthread_mutex_init(&f->lock, NULL);
@@ -56,11 +58,22 @@ void fence_begin(struct fence *f, struct fence_entry *entry, const void *owner,
   entry->length = length;
   entry->owner = owner;
   pthread_mutex_lock(&f->lock);
+  bool wait = blocked(f, owner, offset, length);
+  if (wait) {
+    /* On an engine worker (txn.c's fence_wait_call) the write waited for may still be
+     * queued for a worker: engine_wait_begin keeps one free to run it. */
+    pthread_mutex_unlock(&f->lock);
+    engine_wait_begin();
+    pthread_mutex_lock(&f->lock);
+  }
   while (blocked(f, owner, offset, length)) {
     pthread_cond_wait(&f->cond, &f->lock);
   }
   fence_link(f, entry);
   pthread_mutex_unlock(&f->lock);
+  if (wait) {
+    engine_wait_end();
+  }
 }
 
 bool fence_try_begin(struct fence *f, struct fence_entry *entry, const void *owner,
