@@ -414,7 +414,9 @@ int backing_faulty_open(const char *path, const struct backing_options *opts,
   fb->listen_fd = faulty_ctl_listen(ctl);
   if (fb->stop_fd < 0 || fb->listen_fd < 0) {
     rc = fb->stop_fd < 0 ? -errno : fb->listen_fd;
-    log_error("faulty: cannot listen on %s: %s", ctl, strerror(-rc));
+    char shown[LOG_SHOWN_MAX];
+    log_error("faulty: cannot listen on %s: %s", log_escape_str(shown, sizeof shown, ctl),
+              strerror(-rc));
     if (fb->listen_fd < 0) {
       fb->listen_fd = -1;
     }

@@ -145,7 +145,9 @@ static void fold(struct faulty_backing *fb)
     struct pw *w = fb->pw_head;
     int rc = pw_apply(fb->base_fd, w);
     if (rc < 0) {
-      log_error("faulty: cannot update %s: %s; the model is void", fb->base_path, strerror(-rc));
+      char shown[LOG_SHOWN_MAX];
+      log_error("faulty: cannot update %s: %s; the model is void",
+                log_escape_str(shown, sizeof shown, fb->base_path), strerror(-rc));
       fb->model_broken = true;
     }
     fb->pw_head = w->next;
@@ -223,7 +225,9 @@ int faulty_model_start(struct faulty_backing *fb, const char *path)
     close(src);
   }
   if (rc < 0) {
-    log_error("faulty: cannot copy %s to %s: %s", path, fb->base_path, strerror(-rc));
+    char shown[LOG_SHOWN_MAX], base_shown[LOG_SHOWN_MAX];
+    log_error("faulty: cannot copy %s to %s: %s", log_escape_str(shown, sizeof shown, path),
+              log_escape_str(base_shown, sizeof base_shown, fb->base_path), strerror(-rc));
   }
   return rc;
 }

@@ -355,15 +355,17 @@ static struct engine *op_engine(struct file_backing *fb, const struct backing_op
   return op->engine != NULL ? op->engine : fb->base.opts.engine;
 }
 
-/* For a nonblocking caller: take the exclusive gate and run the blocking work on a worker,
- * so the caller's thread (an event loop whose own completions may hold the shared side)
- * never waits. */
-static ssize_t exclusive_call(void *arg)
+/* For a nonblocking caller: the worker that runs the blocking work takes the gate (either
+ * side) just before it runs it, so the caller's thread (an event loop whose own
+ * completions may hold the shared side) never waits, and no request waits in the
+ * worker queue holding the gate: a worker at the gate only ever waits for work that is
+ * running (or in the kernel), never for work queued behind it. */
+static ssize_t gated_call(void *arg)
 {
   struct backing_op *op = arg;
   struct file_backing *fb = (struct file_backing *)op->owner;
 
-  gate_enter(fb, GATE_EXCLUSIVE);
+  gate_enter(fb, op->gate);
   return op->type == BACKING_OP_READ || op->type == BACKING_OP_WRITE ? rmw_call(op)
                                                                      : trim_zero_call(op);
 }
@@ -552,9 +554,9 @@ int file_io_submit(struct backing *b, struct backing_op *op)
   default:
     return -EINVAL;
   }
-  if (op->nonblocking && op->gate == GATE_EXCLUSIVE) {
-    assert(req->opcode == ENGINE_CALL);
-    req->call = exclusive_call; /* the worker takes the gate; op_finish releases it */
+  if (op->nonblocking && op->gate != GATE_NONE && req->opcode == ENGINE_CALL) {
+    assert(req->call == rmw_call || req->call == trim_zero_call);
+    req->call = gated_call; /* the worker takes the gate; op_finish releases it */
     return engine_submit(fb->base.opts.engine, req);
   }
   gate_enter(fb, op->gate);

@@ -204,8 +204,11 @@ int bench_copy_run(const struct bench_env *env, const char *dev, pid_t server_pi
     if (fd >= 0) {
       close(fd);
     }
-  } else if (rc == -EINTR) {
+  } else if (rc == -EINTR && bench_proc_interrupted()) {
     /* interrupted (Ctrl-C): cp was stopped; the run is marked so */
+  } else if (rc == -EINTR) {
+    fprintf(stderr, "diskgate bench: cp -a onto %s was killed by a signal (see %s)\n", dev, log);
+    rc = -EIO;
   } else {
     if (rc > 0) {
       fprintf(stderr, "diskgate bench: cp -a onto %s failed (exit status %d, see %s)\n", dev, rc,

@@ -42,8 +42,9 @@ int bench_env_locate(struct bench_env *env, const struct bench_opts *opts, bool 
 
 /* Takes an exclusive flock(2) on --dir for the life of the process (released by
  * bench_env_cleanup), so that two labs never write and delete the same test file. Returns
- * 0, or -EBUSY after one line on stderr when another lab holds it, or -errno. Main
- * thread, after bench_env_locate. */
+ * 0 (also, after a note, when the file system cannot lock it), -EBUSY after one line on
+ * stderr when another lab holds it, or -errno when --dir cannot be opened. Main thread,
+ * after bench_env_locate. */
 int bench_env_lock_dir(struct bench_env *env);
 
 /* Makes --out (env->opts->out, with its parents) if it is missing, checks that it is a

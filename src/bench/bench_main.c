@@ -425,14 +425,14 @@ int bench_main(int argc, char **argv)
             write_report(&env, "bench.svg", bench_report_svg_write, &r) == 0;
   bench_report_md_write(stdout, &r); /* the table, even when --out could not take it */
   if (bench_proc_interrupted()) {
-    status = 130; /* as a shell reports a Ctrl-C */
+    status = 128 + bench_proc_interrupt_signal(); /* as a shell reports it: 130 for Ctrl-C */
   }
   if (!written) {
-    status = status == 130 ? 130 : 1;
+    status = status > 128 ? status : 1;
   } else {
     fprintf(stderr, "diskgate bench: wrote %s/bench.md, bench.json and bench.svg%s\n", env.out,
-            status == 130  ? " (interrupted: the runs done so far; cells not reached say "
-                             "'not run')"
+            status > 128  ? " (interrupted: the runs done so far; cells not reached say "
+                            "'not run')"
             : status != 0 ? " (some runs failed: see the cells and logs/)"
                           : "");
   }

@@ -19,8 +19,7 @@ static volatile sig_atomic_t interrupted;
 
 static void on_signal(int sig)
 {
-  (void)sig;
-  interrupted = 1;
+  interrupted = sig; /* SIGINT or SIGTERM, both > 0 */
 }
 
 double bench_proc_now(void)
@@ -46,6 +45,11 @@ void bench_proc_install_signals(void)
 bool bench_proc_interrupted(void)
 {
   return interrupted != 0;
+}
+
+int bench_proc_interrupt_signal(void)
+{
+  return interrupted;
 }
 
 int bench_proc_spawn_io(char *const argv[], int stdout_fd, int stderr_fd, pid_t *pid)

@@ -18,6 +18,9 @@ void bench_proc_install_signals(void);
 /* Returns true once SIGINT or SIGTERM was received. */
 bool bench_proc_interrupted(void);
 
+/* The signal that interrupted the lab (SIGINT, SIGTERM), or 0. */
+int bench_proc_interrupt_signal(void);
+
 /* Starts argv[0] (searched in PATH) with argv. stdin is /dev/null; stdout goes to stdout_fd when
  * it is >= 0, else to log_path; stderr goes to log_path (appended; /dev/null when NULL). The
  * child gets SIGTERM if this process dies. Sets *pid. Returns 0 or -errno (fork, open). A

@@ -117,7 +117,9 @@ static size_t runs_ok(const struct bench_cell *cell)
   return n;
 }
 
-static void cell_text(const struct bench_cell *cell, enum table_kind kind, char *buf, size_t len)
+/* runs: the runs the lab was asked for (a cell interrupted in a later round has fewer). */
+static void cell_text(const struct bench_cell *cell, enum table_kind kind, unsigned runs,
+                      char *buf, size_t len)
 {
   char a[40], b[40], partial[40] = "";
 
@@ -138,8 +140,8 @@ static void cell_text(const struct bench_cell *cell, enum table_kind kind, char 
   switch (kind) {
   case TABLE_VALUE:
     bench_report_fmt_value(cell->value, cell->wl->unit, a, sizeof(a));
-    if (runs_ok(cell) < cell->nruns) { /* a median of fewer runs than the table says */
-      bench_fmt(partial, sizeof(partial), " [%zu of %zu runs]", runs_ok(cell), cell->nruns);
+    if (runs_ok(cell) < runs) { /* a median of fewer runs than the Method line says */
+      bench_fmt(partial, sizeof(partial), " [%zu of %u runs]", runs_ok(cell), runs);
     }
     if (cell->have_pct) {
       bench_report_fmt_pct(cell->pct, b, sizeof(b));
@@ -195,7 +197,7 @@ static void write_table(FILE *f, const struct bench_results *r, enum bench_group
         continue;
       }
       /* bench_results_cell() wants a mutable pointer; the cell is only read here */
-      cell_text(&r->cells[c * r->nworkloads + w], kind, text, sizeof(text));
+      cell_text(&r->cells[c * r->nworkloads + w], kind, r->opts.runs, text, sizeof(text));
       fprintf(f, " %s |", text);
     }
     fputc('\n', f);

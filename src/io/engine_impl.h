@@ -2,6 +2,8 @@
 #ifndef DISKGATE_IO_ENGINE_IMPL_H
 #define DISKGATE_IO_ENGINE_IMPL_H
 
+#include <stdbool.h>
+
 #include "io/engine.h"
 
 struct engine_vtable {
@@ -20,8 +22,9 @@ int engine_threads_create(unsigned threads, struct engine **out);
 struct io_uring_sqe;
 
 /* Fills an SQE for a READ, WRITE, FDATASYNC or FSYNC request (not CALL); user data = req.
- * Any thread that owns the SQE. */
-void engine_uring_prep(struct io_uring_sqe *sqe, struct engine_req *req);
+ * With `fixed` (the ring is the one req->fixed_buf was registered with), a READ or WRITE
+ * with fixed_buf != 0 becomes READ_FIXED / WRITE_FIXED. Any thread that owns the SQE. */
+void engine_uring_prep(struct io_uring_sqe *sqe, struct engine_req *req, bool fixed);
 
 /* Runs one request synchronously on the calling thread and returns its result
  * (bytes or -errno). Used by the worker threads of both engines. */

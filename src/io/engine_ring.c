@@ -28,16 +28,7 @@ static int ring_submit(struct engine *base, struct engine_req *req)
       return rc;
     }
   }
-  if (req->fixed_buf != 0 && req->opcode == ENGINE_READ) {
-    io_uring_prep_read_fixed(sqe, req->fd, req->buf, (unsigned)req->len, req->offset,
-                             (int)(req->fixed_buf - 1));
-  } else if (req->fixed_buf != 0 && req->opcode == ENGINE_WRITE) {
-    io_uring_prep_write_fixed(sqe, req->fd, req->buf, (unsigned)req->len, req->offset,
-                              (int)(req->fixed_buf - 1));
-    sqe->rw_flags = req->rw_flags;
-  } else {
-    engine_uring_prep(sqe, req);
-  }
+  engine_uring_prep(sqe, req, true); /* this ring: its registered buffers apply */
   assert(((uintptr_t)req & ENGINE_RING_TAG_MASK) == 0);
   io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)req | ENGINE_RING_TAG);
   return 0;

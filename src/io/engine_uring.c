@@ -56,14 +56,25 @@ static void *reaper_main(void *arg)
   }
 }
 
-void engine_uring_prep(struct io_uring_sqe *sqe, struct engine_req *req)
+void engine_uring_prep(struct io_uring_sqe *sqe, struct engine_req *req, bool fixed)
 {
+  fixed = fixed && req->fixed_buf != 0;
   switch (req->opcode) {
   case ENGINE_READ:
-    io_uring_prep_read(sqe, req->fd, req->buf, (unsigned)req->len, req->offset);
+    if (fixed) {
+      io_uring_prep_read_fixed(sqe, req->fd, req->buf, (unsigned)req->len, req->offset,
+                               (int)(req->fixed_buf - 1));
+    } else {
+      io_uring_prep_read(sqe, req->fd, req->buf, (unsigned)req->len, req->offset);
+    }
     break;
   case ENGINE_WRITE:
-    io_uring_prep_write(sqe, req->fd, req->buf, (unsigned)req->len, req->offset);
+    if (fixed) {
+      io_uring_prep_write_fixed(sqe, req->fd, req->buf, (unsigned)req->len, req->offset,
+                                (int)(req->fixed_buf - 1));
+    } else {
+      io_uring_prep_write(sqe, req->fd, req->buf, (unsigned)req->len, req->offset);
+    }
     sqe->rw_flags = req->rw_flags;
     break;
   case ENGINE_FDATASYNC:
@@ -92,7 +103,7 @@ static int uring_submit(struct engine *base, struct engine_req *req)
   while ((sqe = io_uring_get_sqe(&r->ring)) == NULL) {
     io_uring_submit(&r->ring); /* SQ full: hand what is queued to the kernel */
   }
-  engine_uring_prep(sqe, req);
+  engine_uring_prep(sqe, req, false); /* buffers are registered with loops' rings only */
   do {
     rc = io_uring_submit(&r->ring);
   } while (rc == -EINTR || rc == -EAGAIN);

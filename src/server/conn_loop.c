@@ -8,9 +8,10 @@
  * arrived with its header is received directly into the request's buffer. At most
  * server->max_inflight requests are read and not yet replied to; beyond that no RECV is
  * posted. Replies leave in completion order, up to SEND_BATCH per SENDMSG. A write that
- * must wait for another connection's overlapping write (fence.h) waits on a worker thread
- * (txn_submit), never on the loop. The connection is finished once reading has stopped (DISC, the
- * peer closed, a protocol error, shutdown) and every request has been replied to.
+ * must wait for another connection's overlapping write (fence.h) is parked and started by
+ * the completion that unblocks it (txn_submit), never waited for on the loop. The
+ * connection is finished once reading has stopped (DISC, the peer closed, a protocol
+ * error, shutdown) and every request has been replied to.
  */
 #include "server/conn_loop.h"
 

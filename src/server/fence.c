@@ -5,19 +5,19 @@
 #include <assert.h>
 #include <stdbool.h>
 
-#include "io/engine.h"
-
 void fence_init(struct fence *f)
 {
   pthread_mutex_init(&f->lock, NULL);
   pthread_cond_init(&f->cond, NULL);
   f->head = NULL;
+  f->waiters = NULL;
+  f->waiters_tail = NULL;
   f->next_seq = 0;
 }
 
 void fence_destroy(struct fence *f)
 {
-  assert(f->head == NULL);
+  assert(f->head == NULL && f->waiters == NULL);
   pthread_mutex_destroy(&f->lock);
   pthread_cond_destroy(&f->cond);
 }
@@ -58,36 +58,32 @@ void fence_begin(struct fence *f, struct fence_entry *entry, const void *owner,
   entry->length = length;
   entry->owner = owner;
   pthread_mutex_lock(&f->lock);
-  bool wait = blocked(f, owner, offset, length);
-  if (wait) {
-    /* On an engine worker (txn.c's fence_wait_call) the write waited for may still be
-     * queued for a worker: engine_wait_begin keeps one free to run it. */
-    pthread_mutex_unlock(&f->lock);
-    engine_wait_begin();
-    pthread_mutex_lock(&f->lock);
-  }
   while (blocked(f, owner, offset, length)) {
     pthread_cond_wait(&f->cond, &f->lock);
   }
   fence_link(f, entry);
   pthread_mutex_unlock(&f->lock);
-  if (wait) {
-    engine_wait_end();
-  }
 }
 
-bool fence_try_begin(struct fence *f, struct fence_entry *entry, const void *owner,
-                     uint64_t offset, uint64_t length)
+bool fence_begin_async(struct fence *f, struct fence_entry *entry, const void *owner,
+                       uint64_t offset, uint64_t length, void (*ready)(struct fence_entry *))
 {
   bool ok;
 
   entry->offset = offset;
   entry->length = length;
   entry->owner = owner;
+  entry->ready = ready;
+  entry->wait_next = NULL;
   pthread_mutex_lock(&f->lock);
   ok = !blocked(f, owner, offset, length);
   if (ok) {
     fence_link(f, entry);
+  } else if (f->waiters_tail != NULL) {
+    f->waiters_tail->wait_next = entry;
+    f->waiters_tail = entry;
+  } else {
+    f->waiters = f->waiters_tail = entry;
   }
   pthread_mutex_unlock(&f->lock);
   return ok;
@@ -95,6 +91,8 @@ bool fence_try_begin(struct fence *f, struct fence_entry *entry, const void *own
 
 void fence_end(struct fence *f, struct fence_entry *entry)
 {
+  struct fence_entry *go = NULL, *go_tail = NULL, *prev = NULL, *w, *next;
+
   pthread_mutex_lock(&f->lock);
   if (entry->prev != NULL) {
     entry->prev->next = entry->next;
@@ -104,6 +102,35 @@ void fence_end(struct fence *f, struct fence_entry *entry)
   if (entry->next != NULL) {
     entry->next->prev = entry->prev;
   }
+  /* Parked entries that nothing blocks now are registered in arrival order: one granted
+   * here may block a later one that overlaps it. */
+  for (w = f->waiters; w != NULL; w = next) {
+    next = w->wait_next;
+    if (blocked(f, w->owner, w->offset, w->length)) {
+      prev = w;
+      continue;
+    }
+    if (prev != NULL) {
+      prev->wait_next = next;
+    } else {
+      f->waiters = next;
+    }
+    if (f->waiters_tail == w) {
+      f->waiters_tail = prev;
+    }
+    fence_link(f, w);
+    w->wait_next = NULL;
+    if (go_tail != NULL) {
+      go_tail->wait_next = w;
+    } else {
+      go = w;
+    }
+    go_tail = w;
+  }
   pthread_cond_broadcast(&f->cond);
   pthread_mutex_unlock(&f->lock);
+  for (w = go; w != NULL; w = next) {
+    next = w->wait_next; /* read first: ready() may end the request and reuse the entry */
+    w->ready(w);
+  }
 }

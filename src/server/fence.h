@@ -8,8 +8,10 @@
  * connection's in-flight I/O is fenced before newer overlapping writes are acknowledged.
  * Writes of one connection are not ordered here (NBD gives no order within a connection).
  *
- * Threads: fence_begin blocks (connection reader threads); fence_end runs on completion
- * threads. Units: bytes. */
+ * Threads: fence_begin blocks (connection reader threads); fence_begin_async never blocks
+ * (event loops): a write that must wait is parked and started by the fence_end that
+ * unblocks it, so no thread (no engine worker either) waits for it; fence_end runs on
+ * completion threads. Units: bytes. */
 #ifndef DISKGATE_SERVER_FENCE_H
 #define DISKGATE_SERVER_FENCE_H
 
@@ -23,12 +25,16 @@ struct fence_entry {
   const void *owner;        /* the connection */
   uint64_t seq;             /* arrival order on the export */
   struct fence_entry *prev, *next;
+  /* fence_begin_async: called once registered, after a wait */
+  void (*ready)(struct fence_entry *entry);
+  struct fence_entry *wait_next; /* the fence's parked entries, in arrival order */
 };
 
 struct fence {
   pthread_mutex_t lock;
   pthread_cond_t cond;
   struct fence_entry *head;
+  struct fence_entry *waiters, *waiters_tail; /* parked by fence_begin_async */
   uint64_t next_seq;
 };
 
@@ -36,17 +42,20 @@ void fence_init(struct fence *f);
 void fence_destroy(struct fence *f);
 
 /* Waits until no write from another owner that overlaps [offset, offset+length) is in
- * flight, then registers `entry` (caller-owned until fence_end). */
+ * flight, then registers `entry` (caller-owned until fence_end). Connection threads only:
+ * never on an engine worker, which may be what the write waited for needs. */
 void fence_begin(struct fence *f, struct fence_entry *entry, const void *owner,
                  uint64_t offset, uint64_t length);
 
-/* As fence_begin, without waiting: returns true when registered, false when an overlapping
- * write of another owner is in flight (the caller retries after some write ends). For event
- * loops, which must not block. */
-bool fence_try_begin(struct fence *f, struct fence_entry *entry, const void *owner,
-                     uint64_t offset, uint64_t length);
+/* As fence_begin without waiting (for event loops): when an overlapping write blocks it, `entry` is parked instead:
+ * the fence_end that unblocks it registers it and then calls ready(entry), on that
+ * fence_end's thread, after the fence's lock is released. Returns true when registered at
+ * once (ready is not called), false when parked. Any thread; never blocks. */
+bool fence_begin_async(struct fence *f, struct fence_entry *entry, const void *owner,
+                       uint64_t offset, uint64_t length, void (*ready)(struct fence_entry *));
 
-/* Unregisters `entry` and wakes waiters. */
+/* Unregisters `entry`, registers the parked entries it unblocks (in arrival order) and
+ * runs their ready callbacks, and wakes waiters. */
 void fence_end(struct fence *f, struct fence_entry *entry);
 
 #endif

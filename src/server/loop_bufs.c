@@ -73,4 +73,7 @@ void loop_bufs_remove(struct loop_bufs *t, unsigned fixed)
   t->used--;
   assert(t->nfree < LOOP_BUFS_MAX);
   t->free_slots[t->nfree++] = slot;
+  if (t->used == 0) {
+    t->refused = false; /* a limit reached under load may leave room now: ask again */
+  }
 }

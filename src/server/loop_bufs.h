@@ -19,8 +19,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Slots per ring: 16 connections x 64 requests in flight, plus each pool's idle buffers,
- * fit; beyond that buffers are used unregistered. The kernel allows 16384. */
+/* Slots per ring: 16 connections x 128 requests in flight plus 16 pools of 128 idle
+ * buffers just fit; beyond that buffers are used unregistered. The kernel allows 16384. */
 #define LOOP_BUFS_MAX 4096u
 
 struct loop_bufs {
@@ -41,7 +41,8 @@ int loop_bufs_init(struct loop_bufs *t, struct io_uring *ring);
 
 /* Registers `len` bytes at `buf` in a free slot. Returns slot + 1, or 0 when no slot is
  * free, the table is unavailable, or the kernel refused (-ENOMEM past RLIMIT_MEMLOCK for
- * an unprivileged user: then no further buffer is tried). */
+ * an unprivileged user: then no further buffer is tried until every slot is empty
+ * again). */
 unsigned loop_bufs_add(struct loop_bufs *t, void *buf, size_t len);
 
 /* Empties slot `fixed - 1` (a value loop_bufs_add returned) so the buffer may be freed:

@@ -202,23 +202,14 @@ static void txn_start(struct conn_req *r)
   }
 }
 
-/* On a worker: wait for the overlapping writes of other connections, then start. */
-static ssize_t fence_wait_call(void *arg)
+/* fence_begin_async's callback: the overlapping writes of other connections that this
+ * write waited for have ended (on the thread of the last one's completion). */
+static void fence_ready(struct fence_entry *entry)
 {
-  struct conn_req *r = arg;
+  struct conn_req *r = (struct conn_req *)((char *)entry - offsetof(struct conn_req, fence_entry));
 
-  fence_begin(&r->conn->export->fence, &r->fence_entry, r->conn, r->req.offset, r->req.length);
   r->fenced = true;
-  r->op.engine = NULL;        /* submitted from a worker: the backing's own engine */
-  r->op.nonblocking = false;
-  txn_start(r);
-  return 0;
-}
-
-static void fence_call_done(struct engine_req *req, ssize_t result)
-{
-  (void)req;
-  (void)result; /* the request was started by fence_wait_call */
+  txn_start(r); /* op.nonblocking stays true: this thread may be an event loop's */
 }
 
 void txn_submit(struct conn_req *r, bool nonblocking)
@@ -229,17 +220,9 @@ void txn_submit(struct conn_req *r, bool nonblocking)
   if (op_writes(r->op.type) && r->req.length > 0) {
     if (!nonblocking) {
       fence_begin(&e->fence, &r->fence_entry, r->conn, r->req.offset, r->req.length);
-    } else if (!fence_try_begin(&e->fence, &r->fence_entry, r->conn, r->req.offset,
-                                r->req.length)) {
-      memset(&r->fence_call, 0, sizeof r->fence_call);
-      r->fence_call.opcode = ENGINE_CALL;
-      r->fence_call.call = fence_wait_call;
-      r->fence_call.arg = r;
-      r->fence_call.complete = fence_call_done;
-      if (engine_submit(e->backing->opts.engine, &r->fence_call) == 0) {
-        return;
-      }
-      fence_begin(&e->fence, &r->fence_entry, r->conn, r->req.offset, r->req.length);
+    } else if (!fence_begin_async(&e->fence, &r->fence_entry, r->conn, r->req.offset,
+                                  r->req.length, fence_ready)) {
+      return; /* parked: fence_ready starts it; no thread waits for it */
     }
     r->fenced = true;
   }

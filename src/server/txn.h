@@ -28,7 +28,6 @@ struct conn_req {
   size_t cost;          /* bytes of buf: counted against the connection's byte budget */
   bool fenced;          /* fence_entry is registered with the export */
   struct fence_entry fence_entry;
-  struct engine_req fence_call; /* a worker waiting on the fence for a nonblocking caller */
   /* the encoded reply */
   uint8_t hdr[NBD_ERROR_CHUNK_MAX + 16];
   size_t hdr_len;
@@ -70,7 +69,8 @@ struct conn_req *txn_refusal(struct conn *c, const struct nbd_request *req, uint
 
 /* Starts r: completes emulated commands at once, registers writes with the export's fence
  * and submits through the durability policy. A `nonblocking` caller (an event loop) never
- * waits: when the fence would block, a worker of the backing's engine waits and submits.
+ * waits: when the fence would block, r is parked and started by the completion that
+ * unblocks it (fence_begin_async), on that completion's thread.
  * The reply reaches conn->reply_ready exactly once, on any thread. */
 void txn_submit(struct conn_req *r, bool nonblocking);
 

@@ -99,7 +99,7 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
   mkdir -m 0777 "$T/nr" "$T/nr/dir"
   chmod 0755 "$T"
   rc=0
-  setpriv --reuid=nobody --regid=nogroup --clear-groups "$DISKGATE" bench "${quick[@]}" \
+  TMPDIR=$T/nr setpriv --reuid=nobody --regid=nogroup --clear-groups "$DISKGATE" bench "${quick[@]}" \
     --configs host --workloads randread-4k,copy --dir "$T/nr/dir" --out "$T/nr/out" \
     >"$T/nr.out" 2>"$T/nr.err" || rc=$?
   [ "$rc" -eq 0 ] || { show nr; fail "not root: exit $rc"; }

@@ -165,7 +165,8 @@ static void test_markdown_matches_expected(void **state)
   free(want);
 }
 
-/* A cell of which only some runs succeeded says so after its median ("[k of n runs]"), and
+/* A cell of which only some runs succeeded, or that the lab did not reach in every round,
+ * says so after its median ("[k of n runs]", n the runs asked for), and
  * a cell whose run was interrupted says "interrupted", not "failed" (a tester read a
  * one-run median as a three-run one, and a Ctrl-C as a failure). */
 static void test_partial_and_interrupted_cells(void **state)
@@ -173,6 +174,7 @@ static void test_partial_and_interrupted_cells(void **state)
   struct bench_results r;
   struct bench_cell *cell;
   char *md;
+  const char *row;
 
   (void)state;
   make_results(&r);
@@ -184,10 +186,17 @@ static void test_partial_and_interrupted_cells(void **state)
     cell->runs[i].ok = false;
   }
   snprintf(cell->note, sizeof(cell->note), "interrupted");
+  cell = bench_results_cell(&r, 1, 0); /* qemu-nbd-unix, read-1m: the lab stopped in round 3 */
+  cell->nruns = 2;
   bench_stats_results_finish(&r);
   md = render(bench_report_md_write, &r);
   assert_non_null(strstr(md, " [1 of 3 runs] |"));
   assert_null(strstr(strstr(md, " [1 of 3 runs] |") + 16, "of 3 runs]")); /* values only */
+  row = strstr(md, "| qemu-nbd-unix | ");
+  assert_non_null(row);
+  assert_non_null(strstr(row, "[2 of 3 runs] |"));
+  assert_true(strstr(row, "[2 of 3 runs] |") < strchr(row, '\n')); /* in its read-1m cell */
+  assert_true(strstr(row, "[2 of 3 runs] |") < strstr(row, "[1 of 3 runs] |"));
   assert_non_null(strstr(md, "| nbdkit-unix | "));
   assert_non_null(strstr(md, " interrupted |"));
   free(md);

@@ -104,19 +104,11 @@ static void test_uring_engine_calls_replace_waiting_workers(void **state)
   run_case(ENGINE_URING, 2); /* both of its call workers wait: B needs a third */
 }
 
-static void test_outside_a_worker_does_nothing(void **state)
-{
-  (void)state;
-  engine_wait_begin(); /* the test's own thread: no pool, no effect */
-  engine_wait_end();
-}
-
 int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_threads_engine_replaces_a_waiting_worker),
     cmocka_unit_test(test_uring_engine_calls_replace_waiting_workers),
-    cmocka_unit_test(test_outside_a_worker_does_nothing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -92,9 +92,12 @@ static void test_full_table_answers_zero(void **state)
   unsigned fixed;
 
   (void)state;
-  assert_int_equal(posix_memalign((void **)&area, 4096, LOOP_BUFS_MAX * each), 0);
+  assert_int_equal(posix_memalign((void **)&area, 4096, each), 0);
   for (unsigned i = 0; i < LOOP_BUFS_MAX; i++) {
-    fixed = loop_bufs_add(&table, area + i * each, each);
+    fixed = loop_bufs_add(&table, area, each); /* one page in every slot: the kernel allows it */
+    if (fixed == 0 && table.refused) {
+      skip(); /* RLIMIT_MEMLOCK without CAP_IPC_LOCK: the kernel counts each registration */
+    }
     assert_true(fixed >= 1 && fixed <= LOOP_BUFS_MAX);
   }
   assert_int_equal(table.used, LOOP_BUFS_MAX);
