@@ -16,46 +16,32 @@ source "$HERE/../lib.sh"
 
 head -c 1048576 /dev/urandom >"$T/disk.img"
 dg_start --engine uring --cache direct "$T/disk.img"
-rc=0
-timeout 90 $PY - "$DG_UNIX" <<'PY' || rc=$?
+# clients MODE URI: "race": 4 clients, each writing then reading its own (overlapping,
+# unaligned) range 400 times, one request at a time; "flood": 3 clients keeping 128
+# overlapping unaligned 100-byte writes in flight, 5 times. Exit 0 when every request was
+# answered; 124 from timeout when the server hung.
+cat >"$T/clients.py" <<'PY'
 import sys
 from multiprocessing import Process
 import nbd
 
-uri = sys.argv[1]
-ranges = [(0, 4096), (100, 100), (4000, 300), (3000, 2000)]
+mode, uri = sys.argv[1], sys.argv[2]
 
-def client(k, off, length):
+def connect():
     h = nbd.NBD()
     h.set_strict_mode(0)
     h.connect_uri(uri)
+    return h
+
+def race(k, off, length):
+    h = connect()
     for r in range(400):
         h.pwrite(bytes([(k * 50 + r) % 255 + 1]) * length, off)
         h.pread(length, off)
     h.shutdown()
 
-ps = [Process(target=client, args=(k, o, n)) for k, (o, n) in enumerate(ranges)]
-for p in ps:
-    p.start()
-for p in ps:
-    p.join()
-sys.exit(max(p.exitcode for p in ps))
-PY
-[ "$rc" -ne 124 ] || { cat "$DG_LOG" >&2; fail "the four clients hung (no reply within 90 s)"; }
-assert_eq "$rc" 0 "the four clients' exit status"
-threads0=$(ls "/proc/$DG_PID/task" | wc -l)
-rc=0
-timeout 90 $PY - "$DG_UNIX" <<'PY' || rc=$?
-import sys
-from multiprocessing import Process
-import nbd
-
-uri = sys.argv[1]
-
-def client(k):  # 128 overlapping unaligned 100-byte writes in flight, 5 times
-    h = nbd.NBD()
-    h.set_strict_mode(0)
-    h.connect_uri(uri)
+def flood(k):
+    h = connect()
     buf = nbd.Buffer.from_bytearray(bytearray([k + 1]) * 100)
     for r in range(5):
         for i in range(128):
@@ -64,13 +50,25 @@ def client(k):  # 128 overlapping unaligned 100-byte writes in flight, 5 times
             h.poll(-1)
     h.shutdown()
 
-ps = [Process(target=client, args=(k,)) for k in range(3)]
+if mode == "race":
+    jobs = [(race, (k, o, n)) for k, (o, n) in
+            enumerate([(0, 4096), (100, 100), (4000, 300), (3000, 2000)])]
+else:
+    jobs = [(flood, (k,)) for k in range(3)]
+ps = [Process(target=f, args=a) for f, a in jobs]
 for p in ps:
     p.start()
 for p in ps:
     p.join()
 sys.exit(max(p.exitcode for p in ps))
 PY
+rc=0
+timeout 90 $PY "$T/clients.py" race "$DG_UNIX" || rc=$?
+[ "$rc" -ne 124 ] || { cat "$DG_LOG" >&2; fail "the four clients hung (no reply within 90 s)"; }
+assert_eq "$rc" 0 "the four clients' exit status"
+threads0=$(ls "/proc/$DG_PID/task" | wc -l)
+rc=0
+timeout 90 $PY "$T/clients.py" flood "$DG_UNIX" || rc=$?
 [ "$rc" -ne 124 ] || { cat "$DG_LOG" >&2; fail "3 x 128 overlapping writes hung (no reply within 90 s)"; }
 assert_eq "$rc" 0 "the three flooding clients' exit status"
 for i in $(seq 1 200); do
