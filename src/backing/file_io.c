@@ -355,11 +355,12 @@ static struct engine *op_engine(struct file_backing *fb, const struct backing_op
   return op->engine != NULL ? op->engine : fb->base.opts.engine;
 }
 
-/* For a nonblocking caller: the worker that runs the blocking work takes the gate (either
- * side) just before it runs it, so the caller's thread (an event loop whose own
- * completions may hold the shared side) never waits, and no request waits in the
- * worker queue holding the gate: a worker at the gate only ever waits for work that is
- * running (or in the kernel), never for work queued behind it. */
+/* For work that runs on an engine worker (RMW, TRIM, WRITE_ZEROES): the worker takes the
+ * gate (either side) just before it runs it, so the caller's thread does not wait for it
+ * (an event loop still waits at the shared side for an aligned write while an RMW runs),
+ * and no request waits in the worker queue holding the gate: a worker at the gate waits
+ * for work that is running or in the kernel. (With --engine threads an aligned write is
+ * queued holding the shared side; engine_wait_begin in gate_enter covers that case.) */
 static ssize_t gated_call(void *arg)
 {
   struct backing_op *op = arg;
@@ -554,7 +555,10 @@ int file_io_submit(struct backing *b, struct backing_op *op)
   default:
     return -EINVAL;
   }
-  if (op->nonblocking && op->gate != GATE_NONE && req->opcode == ENGINE_CALL) {
+  if (op->gate != GATE_NONE && req->opcode == ENGINE_CALL) {
+    /* Every caller, blocking or not: a TLS connection's thread that took the gate and then
+     * queued its RMW left gated calls of event-loop connections waiting at the gate for a
+     * request queued behind them (a reviewer hung the server so, TLS plus 3 x 128). */
     assert(req->call == rmw_call || req->call == trim_zero_call);
     req->call = gated_call; /* the worker takes the gate; op_finish releases it */
     return engine_submit(fb->base.opts.engine, req);

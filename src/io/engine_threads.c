@@ -117,7 +117,7 @@ static void worker_loop(struct engine_threads *e, bool extra)
 
     struct timespec until; /* an extra worker's idle deadline, from when it became idle */
 
-    clock_gettime(CLOCK_REALTIME, &until);
+    clock_gettime(CLOCK_MONOTONIC, &until); /* e->cond waits on CLOCK_MONOTONIC */
     until.tv_sec += THREADS_EXTRA_IDLE_S;
     pthread_mutex_lock(&e->lock);
     while (e->head == NULL && !e->stopping) {
@@ -212,7 +212,11 @@ int engine_threads_create(unsigned threads, struct engine **out)
   }
   e->base.vt = &threads_vtable;
   pthread_mutex_init(&e->lock, NULL);
-  pthread_cond_init(&e->cond, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* idle deadlines ignore clock steps */
+  pthread_cond_init(&e->cond, &ca);
+  pthread_condattr_destroy(&ca);
   pthread_cond_init(&e->extra_gone, NULL);
   for (unsigned i = 0; i < threads; i++) {
     int rc = pthread_create(&e->threads[i], NULL, worker_main, e);
