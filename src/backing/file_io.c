@@ -26,30 +26,35 @@ enum { GATE_NONE, GATE_SHARED, GATE_EXCLUSIVE };
 
 #define ZERO_CHUNK (1024u * 1024u)
 
+/* True when a `kind` entry must wait. Caller holds gate_lock. */
+static bool gate_busy(const struct file_backing *fb, uint32_t kind)
+{
+  return fb->gate_exclusive || (kind == GATE_EXCLUSIVE && fb->gate_shared > 0);
+}
+
 static void gate_enter(struct file_backing *fb, uint32_t kind)
 {
+  bool busy;
+
   if (kind == GATE_NONE) {
     return;
   }
   pthread_mutex_lock(&fb->gate_lock);
-  bool busy = kind == GATE_EXCLUSIVE ? fb->gate_exclusive || fb->gate_shared > 0
-                                     : fb->gate_exclusive;
+  busy = gate_busy(fb, kind);
   if (busy) {
-    /* The holder may be a request still queued for an engine worker: on a worker, this
-     * wait must not take the last one (engine_wait_begin adds a worker then). */
+    /* The holder may be a request still queued for an engine worker (--engine threads:
+     * an aligned write holds the shared side in the queue): on a worker, this wait must
+     * not take the last one (engine_wait_begin adds a worker then). */
     pthread_mutex_unlock(&fb->gate_lock);
     engine_wait_begin();
     pthread_mutex_lock(&fb->gate_lock);
   }
+  while (gate_busy(fb, kind)) {
+    pthread_cond_wait(&fb->gate_cond, &fb->gate_lock);
+  }
   if (kind == GATE_EXCLUSIVE) {
-    while (fb->gate_exclusive || fb->gate_shared > 0) {
-      pthread_cond_wait(&fb->gate_cond, &fb->gate_lock);
-    }
     fb->gate_exclusive = true;
   } else {
-    while (fb->gate_exclusive) {
-      pthread_cond_wait(&fb->gate_cond, &fb->gate_lock);
-    }
     fb->gate_shared++;
   }
   pthread_mutex_unlock(&fb->gate_lock);
@@ -506,7 +511,7 @@ int file_io_submit(struct backing *b, struct backing_op *op)
     op->gate = write ? GATE_SHARED : GATE_NONE;
     req->opcode = write ? ENGINE_WRITE : ENGINE_READ;
     req->buf = op->buf;
-    req->fixed_buf = op->engine != NULL ? op->fixed_buf : 0; /* registered in op->engine's ring */
+    req->fixed_buf = op->fixed_buf; /* only op->engine's ring, on its own thread, reads it */
     req->offset = op->offset;
     req->len = (size_t)op->length;
     if (write && (op->flags & BACKING_FLAG_FUA) && fb->base.opts.sync != SYNC_NONE) {

@@ -61,18 +61,26 @@ static void need_tool(const char *tool, const char **missing, size_t *n)
   missing[(*n)++] = tool;
 }
 
+/* Returns true when the copy workload is selected. */
+static bool copy_selected(const struct bench_results *r)
+{
+  for (size_t w = 0; w < r->nworkloads; w++) {
+    if (r->workloads[w]->kind == BENCH_WL_COPY) {
+      return true;
+    }
+  }
+  return false;
+}
+
 /* Checks every external program the selected cells need. Prints one line and returns -ENOENT
  * when some are missing. */
 static int check_tools(const struct bench_results *r, const struct bench_env *env)
 {
   const char *missing[32];
   size_t n = 0;
-  bool copy = false, guest = false;
+  bool copy = copy_selected(r), guest = false;
 
   need_tool("fio", missing, &n);
-  for (size_t w = 0; w < r->nworkloads; w++) {
-    copy |= r->workloads[w]->kind == BENCH_WL_COPY;
-  }
   for (size_t c = 0; c < r->nconfigs; c++) {
     const struct bench_config *cfg = r->configs[c];
 
@@ -205,17 +213,6 @@ static bool needs_file(const struct bench_results *r)
 {
   for (size_t c = 0; c < r->nconfigs; c++) {
     if (!bench_rbd_is_row(r->configs[c])) {
-      return true;
-    }
-  }
-  return false;
-}
-
-/* Returns true when the copy workload is selected. */
-static bool copy_selected(const struct bench_results *r)
-{
-  for (size_t w = 0; w < r->nworkloads; w++) {
-    if (r->workloads[w]->kind == BENCH_WL_COPY) {
       return true;
     }
   }

@@ -51,12 +51,34 @@ static void fence_link(struct fence *f, struct fence_entry *entry)
   f->head = entry;
 }
 
-void fence_begin(struct fence *f, struct fence_entry *entry, const void *owner,
-                 uint64_t offset, uint64_t length)
+/* Fills in what the entry covers. */
+static void entry_set(struct fence_entry *entry, const void *owner, uint64_t offset,
+                      uint64_t length, void (*ready)(struct fence_entry *))
 {
   entry->offset = offset;
   entry->length = length;
   entry->owner = owner;
+  entry->ready = ready;
+  entry->wait_next = NULL;
+}
+
+/* Appends entry to the singly linked list *head .. *tail (through wait_next). */
+static void list_append(struct fence_entry **head, struct fence_entry **tail,
+                        struct fence_entry *entry)
+{
+  entry->wait_next = NULL;
+  if (*tail != NULL) {
+    (*tail)->wait_next = entry;
+  } else {
+    *head = entry;
+  }
+  *tail = entry;
+}
+
+void fence_begin(struct fence *f, struct fence_entry *entry, const void *owner,
+                 uint64_t offset, uint64_t length)
+{
+  entry_set(entry, owner, offset, length, NULL);
   pthread_mutex_lock(&f->lock);
   while (blocked(f, owner, offset, length)) {
     pthread_cond_wait(&f->cond, &f->lock);
@@ -70,20 +92,13 @@ bool fence_begin_async(struct fence *f, struct fence_entry *entry, const void *o
 {
   bool ok;
 
-  entry->offset = offset;
-  entry->length = length;
-  entry->owner = owner;
-  entry->ready = ready;
-  entry->wait_next = NULL;
+  entry_set(entry, owner, offset, length, ready);
   pthread_mutex_lock(&f->lock);
   ok = !blocked(f, owner, offset, length);
   if (ok) {
     fence_link(f, entry);
-  } else if (f->waiters_tail != NULL) {
-    f->waiters_tail->wait_next = entry;
-    f->waiters_tail = entry;
   } else {
-    f->waiters = f->waiters_tail = entry;
+    list_append(&f->waiters, &f->waiters_tail, entry);
   }
   pthread_mutex_unlock(&f->lock);
   return ok;
@@ -119,13 +134,7 @@ void fence_end(struct fence *f, struct fence_entry *entry)
       f->waiters_tail = prev;
     }
     fence_link(f, w);
-    w->wait_next = NULL;
-    if (go_tail != NULL) {
-      go_tail->wait_next = w;
-    } else {
-      go = w;
-    }
-    go_tail = w;
+    list_append(&go, &go_tail, w);
   }
   pthread_cond_broadcast(&f->cond);
   pthread_mutex_unlock(&f->lock);
