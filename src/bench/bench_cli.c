@@ -173,6 +173,19 @@ static int bad(FILE *err, const char *fmt, const char *arg)
   return -EINVAL;
 }
 
+int bench_cli_check_copy_size(const struct bench_opts *opts, FILE *err)
+{
+  char sizes[96];
+
+  if (opts->copy_size <= opts->size / 5 * 3) {
+    return BENCH_CLI_OK;
+  }
+  snprintf(sizes, sizeof sizes, "%llu bytes of --size %llu",
+           (unsigned long long)opts->copy_size, (unsigned long long)opts->size);
+  return bad(err, "--copy-size must fit in the file system on the test file (at most 60%% "
+                  "of --size): %s", sizes);
+}
+
 int bench_cli_parse(int argc, char **argv, struct bench_opts *opts, FILE *out, FILE *err)
 {
   const char *profile = "quick";
@@ -283,10 +296,6 @@ int bench_cli_parse(int argc, char **argv, struct bench_opts *opts, FILE *out, F
     }
   } else {
     opts->copy_size = opts->size / 2 < (1ull << 30) ? opts->size / 2 : (1ull << 30);
-  }
-  if (opts->copy_size > opts->size / 5 * 3) {
-    return bad(err, "--copy-size must fit in the file system on the test file (at most 60%% "
-                    "of --size), not '%s'", copy_arg);
   }
   if (opts->ramp_s < 0.0) {
     opts->ramp_s = fmin(2.0, fmax(0.5, opts->runtime_s / 5.0));

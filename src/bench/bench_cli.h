@@ -21,6 +21,12 @@ int bench_cli_parse_size(const char *s, uint64_t *bytes);
  * line; prints the usage on `out` and returns BENCH_CLI_HELP for --help. */
 int bench_cli_parse(int argc, char **argv, struct bench_opts *opts, FILE *out, FILE *err);
 
+/* The copy test's tree lives in a file system made on the test file: checks that
+ * opts->copy_size (bytes) is at most 60% of opts->size (bytes). Called only when the copy
+ * test is selected (a --copy-size given for a run without it is not checked). Returns
+ * BENCH_CLI_OK, or prints one line on `err` and returns -EINVAL. Any thread. */
+int bench_cli_check_copy_size(const struct bench_opts *opts, FILE *err);
+
 /* Prints the usage text. */
 void bench_cli_usage(FILE *out);
 

@@ -11,7 +11,8 @@
 #    table (now: the table on stdout, the reason named);
 #  - the space check of --dir counted the copy tree when the copy test was not selected;
 #  - not root: the copy tree was made and described although the copy test was skipped;
-#  - the recorded command was not quoted (an empty or spaced argument vanished or split).
+#  - the recorded command was not quoted (an empty or spaced argument vanished or split);
+#  - a --copy-size over 60% of --size stopped a run that did not select the copy test.
 source "$SRCDIR/tests/lib.sh"
 
 quick=(--runs 1 --runtime 1 --size 16M)
@@ -115,4 +116,13 @@ lab quote "${quick[@]}" --configs host --workloads randread-4k --dir "$T/d2" --o
 [ "$rc" -eq 0 ] || { show quote; fail "--out with a space: exit $rc"; }
 grep -qF -- "--out '$T/o ut/x'" "$T/o ut/x/bench.md" || fail "the command in bench.md is not quoted"
 
-pass "the lab's cases: copy twice, a held --dir, ':' and spaces, SIGINT, full --out, not root"
+# 10. --copy-size is checked only when the copy test runs.
+lab cs1 "${quick[@]}" --copy-size 10M --configs host --workloads randread-4k --dir "$T/d2" \
+  --out "$T/cs1"
+[ "$rc" -eq 0 ] || { show cs1; fail "--copy-size 10M of 16M without the copy test: exit $rc"; }
+lab cs2 "${quick[@]}" --copy-size 10M --configs host --workloads copy --dir "$T/d2" --out "$T/cs2"
+assert_eq "$rc" 2 "exit status for --copy-size 10M of 16M with the copy test"
+assert_eq "$(wc -l <"$T/cs2.err")" 1 "lines on stderr for a --copy-size that does not fit"
+grep -q -- '--copy-size must fit' "$T/cs2.err" || { show cs2; fail "the --copy-size line"; }
+
+pass "the lab's cases: copy twice, a held --dir, ':' and spaces, SIGINT, full --out, not root, --copy-size"
