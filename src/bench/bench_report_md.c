@@ -234,9 +234,13 @@ static void write_header(FILE *f, const struct bench_results *r)
           m->qemu_nbd_version[0] ? m->qemu_nbd_version : "qemu-nbd not installed",
           m->nbdkit_version[0] ? m->nbdkit_version : "nbdkit not installed",
           m->diskgate_version);
-  fprintf(f, "- Method: medians of %u run%s of %u s after a %.1f s ramp (runs taken in rounds "
-          "over all rows), fio direct=1", o->runs, o->runs == 1 ? "" : "s", o->runtime_s,
-          o->ramp_s);
+  if (o->runs == 1) {
+    fprintf(f, "- Method: one run of %u s after a %.1f s ramp, fio direct=1", o->runtime_s,
+            o->ramp_s);
+  } else {
+    fprintf(f, "- Method: medians of %u runs of %u s after a %.1f s ramp (runs taken in rounds "
+            "over all rows), fio direct=1", o->runs, o->runtime_s, o->ramp_s);
+  }
   if (file_rows) {
     fprintf(f, ", test file %s of random data%s", size,
             r->caches_dropped ? ", page caches dropped before each run" : "");
@@ -251,8 +255,9 @@ static void write_header(FILE *f, const struct bench_results *r)
             "onto a fresh ext4 on the disk under test, then syncfs; NBD rows reach the export "
             "through nbdfuse and a loop device\n", r->tree_files, copy);
   }
-  fprintf(f, "- Cells: IOPS for 4K jobs (read + write), MB/s (10^6 B/s) for 1M jobs, MiB/s for "
-          "the copy; (NN%%) is the share of the group's baseline row in the same column\n\n");
+  fprintf(f, "- Cells: IOPS for 4K jobs (read + write), MB/s (10^6 B/s) for 1M jobs%s; (NN%%) "
+          "is the share of the group's baseline row in the same column\n\n",
+          has_copy(r) ? ", MiB/s for the copy" : "");
 }
 
 int bench_report_md_write(FILE *f, const struct bench_results *r)

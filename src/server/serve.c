@@ -542,10 +542,10 @@ int serve_main(int argc, char **argv)
     if (export_is_attached(e)) {
       snprintf(size, sizeof size, "%llu bytes", (unsigned long long)e->backing->geo.size);
     }
-    log_info("serving %s as export '%s': %s, sync %s, cache %s, engine %s, %u threads%s",
+    log_info("serving %s as export '%s': %s, sync %s, cache %s, engine %s, %u thread%s%s",
              cfg.path_shown, e->log_name, size, sync_mode_name(cfg.opts.sync),
              cache_mode_name(cfg.opts.cache), engine_kind_name(cfg.engine), cfg.threads,
-             e->read_only ? ", read-only" : "");
+             cfg.threads == 1 ? "" : "s", e->read_only ? ", read-only" : "");
     if (cfg.tls != TLS_MODE_OFF) {
       log_info("%s", tls_server_describe());
     }

@@ -116,8 +116,8 @@ int server_conn_start(struct server *s, int fd, const char *peer)
     if (oldest != NULL) {
       oldest->handshake_evicted = 2;
       shutdown(oldest->transport.fd, SHUT_RDWR);
-      log_warn("%s: %u connections are negotiating; closing the oldest (%s) to make room",
-               peer, s->max_handshakes, oldest->peer);
+      log_warn("%s: %u connection%s negotiating; closing the oldest (%s) to make room", peer,
+               s->max_handshakes, s->max_handshakes == 1 ? " is" : "s are", oldest->peer);
     }
   }
   pthread_mutex_unlock(&s->lock);

@@ -12,7 +12,9 @@
 #  - the space check of --dir counted the copy tree when the copy test was not selected;
 #  - not root: the copy tree was made and described although the copy test was skipped;
 #  - the recorded command was not quoted (an empty or spaced argument vanished or split);
-#  - a --copy-size over 60% of --size stopped a run that did not select the copy test.
+#  - a --copy-size over 60% of --size stopped a run that did not select the copy test;
+#  - (a new user, 2026-12-01) one run was "medians of 1 run", and the cells' line named the
+#    copy's unit with no copy column.
 source "$SRCDIR/tests/lib.sh"
 
 quick=(--runs 1 --runtime 1 --size 16M)
@@ -115,6 +117,9 @@ mkdir "$T/o ut"
 lab quote "${quick[@]}" --configs host --workloads randread-4k --dir "$T/d2" --out "$T/o ut/x"
 [ "$rc" -eq 0 ] || { show quote; fail "--out with a space: exit $rc"; }
 grep -qF -- "--out '$T/o ut/x'" "$T/o ut/x/bench.md" || fail "the command in bench.md is not quoted"
+# ... and, from a new user: one run is not "medians of 1 run"; no copy column, no copy unit.
+grep -q '^- Method: one run of 1 s after' "$T/o ut/x/bench.md" || fail "the method line of one run"
+! grep -q 'for the copy' "$T/o ut/x/bench.md" || fail "the copy's unit without a copy column"
 
 # 10. --copy-size is checked only when the copy test runs.
 lab cs1 "${quick[@]}" --copy-size 10M --configs host --workloads randread-4k --dir "$T/d2" \
