@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# A client queues many READs and goes away without reading a reply: the server stops
+# starting its requests once a reply cannot be sent. A tester found that with
+# `--engine threads` (also the path of TLS connections) the reader went on starting every
+# queued READ after the peer had gone: 4 x 2000 READs of 32 MiB kept both cores busy for
+# 117 s, the connections' fds and threads held until then. Here: 3000 READs of 32 MiB
+# (84 KB of request headers), both engines; the connection must be closed within 10 s of
+# the client's close (the old reader needed 3000 reads of 32 MiB first).
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/../lib.sh"
+
+truncate -s 64M "$T/a.img"
+for engine in threads uring; do
+  dg_start --verbose --engine "$engine" "$T/a.img"
+  PYTHONPATH=$HERE $PY - "$DG_SOCK" <<'PY' || fail "the client ($engine)"
+import sys
+from nbdraw import *
+c = Raw.negotiated(unix=sys.argv[1])
+c.send(b"".join(request_header(CMD_READ, i + 1, 0, 32 << 20, 0) for i in range(3000)))
+c.s.close()
+PY
+  t0=$(date +%s%N)
+  for i in $(seq 1 200); do
+    grep -q ': connection closed$' "$DG_LOG" && break
+    sleep 0.05
+  done
+  ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  grep -q ': connection closed$' "$DG_LOG" ||
+    { tail -5 "$DG_LOG" >&2; fail "$engine: the connection was still open 10 s after its client left"; }
+  dg_stop
+  echo "$engine: connection closed ${ms} ms after the client left"
+done
+pass "a gone client's queued requests are not started (threads and uring engines)"
