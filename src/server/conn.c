@@ -110,19 +110,24 @@ static void *writer_main(void *arg)
 
 /* Waits until fewer than `limit` requests are in flight and `cost` more buffer bytes fit
  * the byte budget (or nothing is in flight), then counts one more request of that cost
- * (when `take`). */
-static void inflight_wait(struct conn *c, unsigned limit, bool take, size_t cost)
+ * (when `take`). Returns true when a reply could not be sent (the peer is gone): then
+ * nothing is counted, and the caller starts nothing more. Reader thread. */
+static bool inflight_wait(struct conn *c, unsigned limit, bool take, size_t cost)
 {
+  bool gone;
+
   pthread_mutex_lock(&c->lock);
   while (c->inflight >= limit ||
          (c->inflight > 0 && c->inflight_bytes + cost > TXN_INFLIGHT_BYTES_MAX)) {
     pthread_cond_wait(&c->cond, &c->lock);
   }
-  if (take) {
+  gone = c->send_failed;
+  if (take && !gone) {
     c->inflight++;
     c->inflight_bytes += cost;
   }
   pthread_mutex_unlock(&c->lock);
+  return gone;
 }
 
 /* Replies `error` to a request that never reached the backing. */
@@ -134,7 +139,10 @@ static int reply_refuse(struct conn *c, const struct nbd_request *req, uint32_t 
   if (r == NULL) {
     return -ENOMEM;
   }
-  inflight_wait(c, c->server->max_inflight, true, 0);
+  if (inflight_wait(c, c->server->max_inflight, true, 0)) {
+    txn_free(r);
+    return -ECONNRESET;
+  }
   reply_queue(r);
   return 0;
 }
@@ -148,19 +156,8 @@ static int request_handle_one(struct conn *c, const struct nbd_export_limits *li
   struct conn_req *r;
   uint64_t payload;
   uint32_t error;
-  bool gone;
   int rc;
 
-  pthread_mutex_lock(&c->lock);
-  gone = c->send_failed;
-  pthread_mutex_unlock(&c->lock);
-  if (gone) {
-    /* A reply could not be sent: the peer is gone. What it queued before it went is still
-     * readable on a Unix socket after shutdown(SHUT_RD); starting it would only burn the
-     * disk and CPU for replies that are dropped (a tester's 4 x 2000 READs of 32 MiB kept
-     * both cores busy for 117 s). */
-    return -ECONNRESET;
-  }
   if (c->extended_headers) {
     rc = transport_read_full(&c->transport, hdr, NBD_EXTENDED_REQUEST_SIZE);
     if (rc == 0 && nbd_request_decode_extended(hdr, &req) < 0) {
@@ -197,7 +194,13 @@ static int request_handle_one(struct conn *c, const struct nbd_export_limits *li
     return reply_refuse(c, &req, error, error == NBD_ESHUTDOWN ? "server is shutting down"
                                                                : "request refused: invalid for this export");
   }
-  inflight_wait(c, c->server->max_inflight, false, txn_cost(&req, payload)); /* the budget */
+  /* Once a reply could not be sent the peer is gone: what it queued before it went is still
+   * readable on a Unix socket after shutdown(SHUT_RD), and starting it would only burn the
+   * disk and CPU for replies that are dropped (a tester's 4 x 2000 READs of 32 MiB kept
+   * both cores busy for 117 s). inflight_wait says so, here and before the start. */
+  if (inflight_wait(c, c->server->max_inflight, false, txn_cost(&req, payload))) {
+    return -ECONNRESET;
+  }
   r = txn_alloc(c, &req, payload);
   if (r == NULL) {
     rc = payload > 0 ? transport_discard(&c->transport, payload) : 0;
@@ -210,7 +213,10 @@ static int request_handle_one(struct conn *c, const struct nbd_export_limits *li
       return rc;
     }
   }
-  inflight_wait(c, c->server->max_inflight, true, r->cost);
+  if (inflight_wait(c, c->server->max_inflight, true, r->cost)) {
+    txn_free(r);
+    return -ECONNRESET;
+  }
   txn_submit(r, false);
   return 0;
 }
@@ -229,13 +235,16 @@ void conn_transmission_run(struct conn *c)
   do {
     rc = request_handle_one(c, &limits);
   } while (rc == 0);
-  if (rc == -ECONNRESET && !c->send_failed) {
+  pthread_mutex_lock(&c->lock);
+  bool send_failed = c->send_failed;
+  pthread_mutex_unlock(&c->lock);
+  if (rc == -ECONNRESET && !send_failed) {
     log_info("%s: peer closed the connection without NBD_CMD_DISC", c->peer);
   } else if (rc < 0 && rc != -ECONNRESET && rc != -EPROTO && rc != -E2BIG &&
              !atomic_load(&c->server->stopping)) {
     log_info("%s: connection ends: %s", c->peer, strerror(-rc)); /* EPROTO, E2BIG: logged */
   }
-  inflight_wait(c, 1, false, 0); /* every request replied to (or dropped if the peer left) */
+  (void)inflight_wait(c, 1, false, 0); /* every request replied to (or dropped if the peer left) */
   pthread_mutex_lock(&c->lock);
   c->closing = true;
   pthread_cond_broadcast(&c->cond);

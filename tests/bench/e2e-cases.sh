@@ -125,9 +125,11 @@ grep -q '^- Method: one run of 1 s after' "$T/o ut/x/bench.md" || fail "the meth
 lab cs1 "${quick[@]}" --copy-size 10M --configs host --workloads randread-4k --dir "$T/d2" \
   --out "$T/cs1"
 [ "$rc" -eq 0 ] || { show cs1; fail "--copy-size 10M of 16M without the copy test: exit $rc"; }
-lab cs2 "${quick[@]}" --copy-size 10M --configs host --workloads copy --dir "$T/d2" --out "$T/cs2"
-assert_eq "$rc" 2 "exit status for --copy-size 10M of 16M with the copy test"
-assert_eq "$(wc -l <"$T/cs2.err")" 1 "lines on stderr for a --copy-size that does not fit"
-grep -q -- '--copy-size must fit' "$T/cs2.err" || { show cs2; fail "the --copy-size line"; }
+if [ "$(id -u)" -eq 0 ]; then # not root, the copy test is dropped before the check
+  lab cs2 "${quick[@]}" --copy-size 10M --configs host --workloads copy --dir "$T/d2" --out "$T/cs2"
+  assert_eq "$rc" 2 "exit status for --copy-size 10M of 16M with the copy test"
+  assert_eq "$(wc -l <"$T/cs2.err")" 1 "lines on stderr for a --copy-size that does not fit"
+  grep -q -- '--copy-size must fit' "$T/cs2.err" || { show cs2; fail "the --copy-size line"; }
+fi
 
 pass "the lab's cases: copy twice, a held --dir, ':' and spaces, SIGINT, full --out, not root, --copy-size"
