@@ -23,6 +23,17 @@ assert_eq() { # actual expected what
   [ "$1" = "$2" ] || fail "$3: got '$1', expected '$2'"
 }
 
+# wait_until SECONDS CMD...: runs CMD every 0.05 s until it succeeds or SECONDS have passed;
+# returns CMD's last status.
+wait_until() {
+  local end=$(( $(date +%s%N) + $1 * 1000000000 ))
+  shift
+  until "$@"; do
+    [ "$(date +%s%N)" -lt "$end" ] || return 1
+    sleep 0.05
+  done
+}
+
 free_port() {
   $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }

@@ -369,10 +369,11 @@ int bench_main(int argc, char **argv)
     fprintf(stderr, "diskgate bench: nothing to run: the copy test needs root\n");
     return 2;
   }
-  if (copy_selected(&r) && bench_cli_check_copy_size(&r.opts, stderr) < 0) {
+  bool copy = copy_selected(&r); /* final: only rows are dropped after this */
+  if (copy && bench_cli_check_copy_size(&r.opts, stderr) < 0) {
     return 2;
   }
-  if (bench_env_locate(&env, &r.opts, needs_file(&r), copy_selected(&r)) < 0) {
+  if (bench_env_locate(&env, &r.opts, needs_file(&r), copy) < 0) {
     return 2;
   }
   if (drop_unusable_rbd_rows(&r, &env) == 0) {

@@ -235,12 +235,12 @@ static void write_header(FILE *f, const struct bench_results *r)
           m->nbdkit_version[0] ? m->nbdkit_version : "nbdkit not installed",
           m->diskgate_version);
   if (o->runs == 1) {
-    fprintf(f, "- Method: one run of %u s after a %.1f s ramp, fio direct=1", o->runtime_s,
-            o->ramp_s);
+    fprintf(f, "- Method: one run");
   } else {
-    fprintf(f, "- Method: medians of %u runs of %u s after a %.1f s ramp (runs taken in rounds "
-            "over all rows), fio direct=1", o->runs, o->runtime_s, o->ramp_s);
+    fprintf(f, "- Method: medians of %u runs", o->runs);
   }
+  fprintf(f, " of %u s after a %.1f s ramp%s, fio direct=1", o->runtime_s, o->ramp_s,
+          o->runs == 1 ? "" : " (runs taken in rounds over all rows)");
   if (file_rows) {
     fprintf(f, ", test file %s of random data%s", size,
             r->caches_dropped ? ", page caches dropped before each run" : "");

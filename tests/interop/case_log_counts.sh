@@ -24,11 +24,7 @@ while a.recv(4096):  # until the server closes it (EOF), or the 10 s timeout rai
 a.close()
 b.close()
 PYEOF
-    for _ in $(seq 1 100); do
-      grep -q ': 1 connection is negotiating; closing the oldest' "$DG_LOG" && break
-      sleep 0.05
-    done
-    grep -q ': 1 connection is negotiating; closing the oldest' "$DG_LOG" ||
+    wait_until 5 grep -q ': 1 connection is negotiating; closing the oldest' "$DG_LOG" ||
       { cat "$DG_LOG" >&2; fail "the eviction line with --max-handshakes 1"; }
   fi
   dg_stop

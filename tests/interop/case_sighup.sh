@@ -11,9 +11,9 @@ mkrandom "$T/data" 65536
 # The suite itself may run with SIGHUP ignored (under nohup, as a background job of a
 # closed terminal): the server would inherit that and rightly ignore SIGHUP (the second
 # half below). Start this one with SIGHUP at its default.
-printf '#!/bin/sh\nexec env --default-signal=HUP "%s" "$@"\n' "$DISKGATE" >"$T/dg-hup"
+printf '#!/bin/sh\nexec env --default-signal=HUP "$DG_HUP_REAL" "$@"\n' >"$T/dg-hup"
 chmod +x "$T/dg-hup"
-DISKGATE=$T/dg-hup dg_start "$T/a.img"
+DG_HUP_REAL=$DISKGATE DISKGATE=$T/dg-hup dg_start "$T/a.img"
 $PY - "$DG_UNIX" "$T/data" <<'PY' || fail "the write and FLUSH before SIGHUP"
 import sys
 import nbd
