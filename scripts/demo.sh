@@ -34,7 +34,7 @@ tcp_uri="nbd://127.0.0.1:$port/demo"
 step "3. nbdinfo $tcp_uri"
 nbdinfo "$tcp_uri" | grep -E 'export-size|can_flush|can_fua|can_trim|can_zero|can_multi_conn|block_size'
 
-step "4. qemu-img compare $unix_uri disk.img"
+step "4. qemu-img compare $unix_uri disk.img (the file opened with locking=off)"
 # diskgate holds the image's lock while it serves it; locking=off lets qemu-img read it too.
 qemu-img compare -f raw "$unix_uri" \
   "json:{\"driver\":\"raw\",\"file\":{\"driver\":\"file\",\"filename\":\"$work/disk.img\",\"locking\":\"off\"}}"
