@@ -57,9 +57,12 @@ check("qemu-nbd shares its export with every connection", by_name["qemu-nbd"][1]
 check("diskgate-wb column uses the page cache", compare.uses_page_cache(*by_name["diskgate-wb"]),
       True)
 check("nbdkit column uses the page cache", compare.uses_page_cache(*by_name["nbdkit"]), True)
-check("configs do not share their argument dicts",
-      compare.scaling_configs(1)[1][2].get("shared"), 1)
+check("configs of another count do not change these", (compare.scaling_configs(1)[1][2].get(
+    "shared"), by_name["qemu-nbd"][1].get("shared")), (1, 4))
+check("SCALING itself is not changed", [a for _, _, a in compare.SCALING],
+      [{}, {}, {"writeback": 1}, {}])
 
+# Figures shaped like run 9's (the diskgate writeback cell is made up).
 points = [{"server": "diskgate", "label": "1x32", "iops": 41312, "cpu_us_per_io": 10.5},
           {"server": "qemu-nbd", "label": "1x32", "iops": 32093, "cpu_us_per_io": 24.0},
           {"server": "diskgate-wb", "label": "1x32", "iops": 99334, "cpu_us_per_io": 15.9},
@@ -73,17 +76,62 @@ check("scaling row", table[4], "| 1x32 | 41312 (10.5) | 32093 (24.0) | 99334 (15
 check("scaling row with missing cells", table[5], "| 4x8 | 47805 (9.7) | - | - | - |")
 check("scaling rows", len(table), 6)
 
-# measure() warms the cache before a page-cache read cell, and only then.
-warmed = []
-compare.warm_page_cache = lambda path: warmed.append(path)
-compare.fio = lambda *a, **k: {"iops": 1.0, "mbps": 1.0, "p50_us": 1.0, "p99_us": 1.0,
-                               "ios": 1, "client_sys_us_per_io": 1.0}
-opts = types.SimpleNamespace(file="/nonexistent/compare.img", runtime=1)
-compare.measure(opts, "host", {"buffered": 1}, "randread", "4k", 32)
-check("buffered host read warms", warmed, ["/nonexistent/compare.img"])
-compare.measure(opts, "host", {}, "randread", "4k", 32)
-compare.measure(opts, "host", {"buffered": 1}, "randwrite", "4k", 8)
-check("direct read and buffered write do not warm", len(warmed), 1)
+# measure(): the warm-up comes before the server starts, the sync after it stops, and
+# only for cells that read (warm) or write (sync) through the page cache.
+events = []
+
+
+class FakeServer:
+    def __init__(self, kind, args, opts):
+        events.append("start")
+        self.pid, self.uri = 1, "nbd+unix:///?socket=/nonexistent"
+
+    def stop(self):
+        events.append("stop")
+
+
+def fake_fio(*a, **k):
+    events.append("fio")
+    return {"iops": 1.0, "mbps": 1.0, "p50_us": 1.0, "p99_us": 1.0, "ios": 1,
+            "client_sys_us_per_io": 1.0}
+
+
+compare.Server = FakeServer
+compare.cpu_seconds = lambda pid: 0.0
+compare.fio = fake_fio
+compare.warm_page_cache = lambda path: events.append("warm")
+compare.flush_page_cache = lambda path: events.append("sync")
+
+
+def cell_events(kind, srv_args, rw, diskgate_args=""):
+    del events[:]
+    opts = types.SimpleNamespace(file="/nonexistent/compare.img", runtime=1,
+                                 diskgate_args=diskgate_args)
+    compare.measure(opts, kind, srv_args, rw, "4k", 32)
+    return list(events)
+
+
+check("nbdkit read", cell_events("nbdkit", {}, "randread"), ["warm", "start", "fio", "stop"])
+check("nbdkit write", cell_events("nbdkit", {}, "randwrite"), ["start", "fio", "stop", "sync"])
+check("nbdkit mixed", cell_events("nbdkit", {}, "randrw"),
+      ["warm", "start", "fio", "stop", "sync"])
+check("diskgate writeback read", cell_events("diskgate", {"writeback": 1}, "randread"),
+      ["warm", "start", "fio", "stop"])
+check("diskgate direct read", cell_events("diskgate", {}, "randread"), ["start", "fio", "stop"])
+check("diskgate direct write", cell_events("diskgate", {}, "randwrite"), ["start", "fio", "stop"])
+# --diskgate-args (and bench/ab's PATH:ARGS) come last on the command line and win.
+check("diskgate direct made writeback by its args",
+      cell_events("diskgate", {}, "randread", "--threads 2 --cache writeback"),
+      ["warm", "start", "fio", "stop"])
+check("diskgate writeback made direct by its args",
+      cell_events("diskgate", {"writeback": 1}, "randwrite", "--cache=direct"),
+      ["start", "fio", "stop"])
+check("qemu-nbd read", cell_events("qemu-nbd", {"shared": 1}, "randread"), ["start", "fio", "stop"])
+check("host buffered read", cell_events("host", {"buffered": 1}, "randread"), ["warm", "fio"])
+check("host buffered fsynced write", cell_events("host", {"buffered": 1}, "randwrite"),
+      ["fio", "sync"])
+check("host direct read", cell_events("host", {}, "randread"), ["fio"])
+check("host batched write", cell_events("host", {"batched": 1}, "randwrite"), ["fio"])
 
 # warm_page_cache reads every byte of the file (counted by /proc/self/io's rchar).
 loader2 = importlib.machinery.SourceFileLoader("bench_compare2", os.path.join(SRC, "bench", "compare"))
@@ -100,9 +148,14 @@ with tempfile.NamedTemporaryFile() as tmp:
     tmp.write(os.urandom(3 << 20) + b"x")
     tmp.flush()
     before = rchar()
-    fresh.warm_page_cache(tmp.name)
+    check("warm says it warmed", fresh.warm_page_cache(tmp.name), True)
     got = rchar() - before
     check("warm reads the whole file", got >= (3 << 20) + 1 and got < (3 << 20) + 65536, True)
+    fresh.mem_available = lambda: 4 << 20  # the file is over half of what is available
+    before = rchar()
+    check("warm skips a file that would not stay cached", fresh.warm_page_cache(tmp.name), False)
+    check("and reads none of it", rchar() - before < 65536, True)
+    fresh.flush_page_cache(tmp.name)  # an fdatasync through a read-only descriptor works
 
 for f in failures:
     print("FAIL: " + f, file=sys.stderr)
