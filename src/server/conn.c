@@ -240,6 +240,9 @@ void conn_transmission_run(struct conn *c)
   pthread_mutex_unlock(&c->lock);
   if (rc == -ECONNRESET && !send_failed) {
     log_info("%s: peer closed the connection without NBD_CMD_DISC", c->peer);
+  } else if (rc == -EBADMSG && transport_is_tls(&c->transport)) {
+    log_warn("%s: TLS error while reading requests (%s); closing the connection", c->peer,
+             transport_read_error(&c->transport, rc));
   } else if (rc < 0 && rc != -ECONNRESET && rc != -EPROTO && rc != -E2BIG &&
              !atomic_load(&c->server->stopping)) {
     log_info("%s: connection ends: %s", c->peer, strerror(-rc)); /* EPROTO, E2BIG: logged */

@@ -69,6 +69,9 @@ static void *conn_main(void *arg)
              s->handshake_timeout_s);
   } else if (rc == -ECONNRESET) {
     log_debug("%s: peer closed during the handshake", c->peer);
+  } else if (rc == -EBADMSG && transport_is_tls(&c->transport)) {
+    log_warn("%s: TLS error during option haggling (%s); closing", c->peer,
+             transport_read_error(&c->transport, rc));
   }
   /* With TLS, close_notify before the TCP close (spec "TLS support"; rule 33), unless a
    * reply could not be sent: the peer is gone. Both connection threads are done here. */

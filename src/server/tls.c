@@ -46,6 +46,7 @@
 struct tls_session {
   gnutls_session_t session;
   atomic_bool broken;                /* a fatal TLS error: no close_notify at the end */
+  int read_error;                    /* reader: the GnuTLS error behind its last -EBADMSG */
   size_t staged;                     /* writer: bytes waiting in stage */
   uint8_t stage[TLS_RECORD_MAX];     /* writer: small pieces packed into one record */
 };
@@ -417,9 +418,19 @@ int tls_session_read_full(struct tls_session *s, void *buf, size_t len)
       continue;
     }
     note_error(s, (int)n);
-    return tls_errno((int)n); /* GNUTLS_E_REHANDSHAKE included: renegotiation is refused */
+    int err = tls_errno((int)n); /* GNUTLS_E_REHANDSHAKE included: renegotiation is refused */
+    if (err == -EPROTO) {
+      s->read_error = (int)n;
+      return -EBADMSG; /* told apart from the callers' own -EPROTO (bad magic) */
+    }
+    return err;
   }
   return 0;
+}
+
+const char *tls_session_read_error(const struct tls_session *s)
+{
+  return s->read_error != 0 ? gnutls_strerror(s->read_error) : "no TLS error";
 }
 
 /* Sends len bytes as records of at most TLS_RECORD_MAX. Writer side. */

@@ -56,9 +56,14 @@ struct tls_session;
 int tls_session_start(int fd, unsigned timeout_s, const char *peer, struct tls_session **out);
 
 /* Reads exactly len bytes of application data. Returns 0, -ECONNRESET (the peer closed,
- * with or without close_notify), -ETIMEDOUT (SO_RCVTIMEO), -EPROTO (a TLS error) or
- * -ENOMEM. Reader side. */
+ * with or without close_notify), -ETIMEDOUT (SO_RCVTIMEO), -EBADMSG (a TLS error: a
+ * record that fails to decrypt or authenticate, an unexpected message, a fatal alert;
+ * tls_session_read_error names it) or -ENOMEM. Reader side. */
 int tls_session_read_full(struct tls_session *s, void *buf, size_t len);
+
+/* The GnuTLS text of the error behind tls_session_read_full's last -EBADMSG (a static
+ * string), or "no TLS error". Reader side. */
+const char *tls_session_read_error(const struct tls_session *s);
 
 /* Writes every byte of iov[0..n), packing small pieces into full TLS records. Returns 0,
  * -EPIPE (the peer is gone), -ETIMEDOUT, -EPROTO or -ENOMEM. Writer side. */

@@ -2,6 +2,7 @@
 #include "server/transport.h"
 
 #include <errno.h>
+#include <string.h>
 
 #include "server/sockio.h"
 #include "server/tls.h"
@@ -41,6 +42,14 @@ int transport_discard(struct transport *t, uint64_t len)
     len -= n;
   }
   return 0;
+}
+
+const char *transport_read_error(const struct transport *t, int rc)
+{
+  if (t->tls != NULL && rc == -EBADMSG) {
+    return tls_session_read_error(t->tls);
+  }
+  return strerror(-rc);
 }
 
 int transport_writev_full(struct transport *t, struct iovec *iov, int n)

@@ -9,7 +9,8 @@
  * (see tls.c for GnuTLS's documented rule). transport_close runs when both are done.
  * Errors are -errno: -ECONNRESET when the peer closed (cleanly or not), -ETIMEDOUT when
  * SO_RCVTIMEO (the handshake deadline) expired, -EPIPE when the peer is gone on a write,
- * -EPROTO for a TLS protocol failure, other -errno from the socket. */
+ * -EBADMSG when a read meets a TLS error (transport_read_error names it), -EPROTO for
+ * another TLS protocol failure, other -errno from the socket. */
 #ifndef DISKGATE_SERVER_TRANSPORT_H
 #define DISKGATE_SERVER_TRANSPORT_H
 
@@ -36,6 +37,10 @@ int transport_read_full(struct transport *t, void *buf, size_t len);
 
 /* Reads and throws away len bytes. Same returns. Reader side. */
 int transport_discard(struct transport *t, uint64_t len);
+
+/* What a read's `rc` means, for a log line: with TLS and -EBADMSG, GnuTLS's text of the
+ * error (tls_session_read_error), else strerror(-rc). A static string. Reader side. */
+const char *transport_read_error(const struct transport *t, int rc);
 
 /* Writes every byte of iov[0..n); may modify iov. Returns 0 or -errno. Never raises
  * SIGPIPE. Writer side (the handshake thread, then the connection's writer thread). */

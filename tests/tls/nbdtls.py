@@ -396,6 +396,32 @@ def tls_big_io(a):
     c.disc()
 
 
+def bad_record():
+    """A TLS 1.2/1.3 application-data record whose 64 bytes are random: it cannot
+    authenticate under the session's keys."""
+    import os
+    return b"\x17\x03\x03\x00\x40" + os.urandom(64)
+
+
+def tls_bad_record_in_transmission(a):
+    """A record that fails to authenticate, after NBD_OPT_GO and one good READ: the server
+    closes the connection (rules.sh checks the log line names the TLS error)."""
+    import os
+    c = connect(a).starttls(cafile(a))
+    c.go()
+    assert read_simple(c, 0, 512) is not None, "READ before the bad record failed"
+    os.write(c.s.fileno(), bad_record())  # under the TLS layer, on the socket itself
+    assert c.closed_by_server(), "a bad TLS record in transmission: the connection stayed open"
+
+
+def tls_bad_record_in_haggling(a):
+    """The same during option haggling, right after the TLS handshake."""
+    import os
+    c = connect(a).starttls(cafile(a))
+    os.write(c.s.fileno(), bad_record())
+    assert c.closed_by_server(), "a bad TLS record in option haggling: the connection stayed open"
+
+
 GROUPS = {
     "off": ["rule11_starttls_policy", "rule30_block_status_without_context"],
     "require": ["rule12_every_option_tls_reqd", "rule12_export_name_before_tls_closes",

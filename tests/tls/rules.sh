@@ -33,5 +33,20 @@ logs+=("$DG_LOG")
 run --port "$DG_PORT" on || failed=1
 dg_stop
 
+# A TLS record that fails to authenticate, in transmission and in option haggling: the
+# connection closes and the log names the TLS error (it said "bad request magic" for the
+# first and nothing for the second).
+dg_start --tls require --tls-certificates "$T/srv" "$T/disk.img"
+logs+=("$DG_LOG")
+run --port "$DG_PORT" tls_bad_record_in_transmission tls_bad_record_in_haggling || failed=1
+wait_until 5 grep -q "TLS error while reading requests (.*); closing the connection" "$DG_LOG" \
+  || { echo "FAIL: no TLS error logged for a bad record in transmission"; failed=1; }
+wait_until 5 grep -q "TLS error during option haggling (.*); closing" "$DG_LOG" \
+  || { echo "FAIL: no TLS error logged for a bad record in option haggling"; failed=1; }
+if grep -q "bad request magic" "$DG_LOG"; then
+  echo "FAIL: a TLS error logged as a bad request magic"; failed=1
+fi
+dg_stop
+
 [ "$failed" -eq 0 ] || { cat "${logs[@]}" >&2; fail "TLS rule checks"; }
-pass "tls rules 11, 12, 13, 33, 34"
+pass "tls rules 11, 12, 13, 33, 34; TLS errors logged as such"
