@@ -13,18 +13,34 @@
  * TLS 1.2 renegotiation attempt (GNUTLS_E_REHANDSHAKE on the reader) ends the connection;
  * and gnutls_bye runs in tls_session_end, after both threads finished (server.c).
  * Nothing else is shared: the reader and the writer each own their own fields below.
- * One case the manual does not settle: a TLS 1.3 KeyUpdate *initiated by the client* is
- * processed inside the reader's gnutls_record_recv, and the manual does not say on which
- * thread GnuTLS answers it. None of the clients tested (libnbd, QEMU, Python's ssl) sends
- * one by itself; if one ever matters, serialise the two threads around the session.
+ * A client may send a TLS 1.3 KeyUpdate at any time after the handshake (RFC 8446 4.6.3;
+ * GnuTLS clients do so by themselves when a key nears its data limit). GnuTLS processes it
+ * inside the reader's gnutls_record_recv, which then changes the receiving keys and, when
+ * the client asks, sends a KeyUpdate and changes the sending keys: a sending-and-receiving
+ * operation that the manual forbids beside a concurrent send. (Done unlocked, a tester's
+ * KeyUpdates during a 16 MiB READ reply made the client fail to decrypt 13 of 32 replies.)
+ * So after the TLS handshake every GnuTLS call on the session holds s->lock. The reader
+ * never waits for the socket while holding it: its transport reads with MSG_DONTWAIT,
+ * GnuTLS returns GNUTLS_E_AGAIN when no whole record is there, and the reader drops the
+ * lock, waits with poll() and calls again. The writer sends one record (at most 16 KiB)
+ * per call, blocking, under the lock: a send that returned GNUTLS_E_AGAIN would have to
+ * be repeated before any other call that flushes GnuTLS's send buffer (the reader's answer
+ * to a KeyUpdate does), or its record goes out twice (a first non-blocking version of this
+ * sent duplicated data that decrypted fine). The writer blocks only while the client does
+ * not read; the reader then waits for the lock, and with it the client's next requests.
  *
- * Timeouts. The socket keeps the handshake's SO_RCVTIMEO, so a read blocked in the TLS
- * handshake returns GNUTLS_E_AGAIN after it; gnutls_handshake_set_timeout bounds the
- * whole TLS handshake as well (GnuTLS's default pull-timeout function polls the socket). */
+ * Timeouts. During the TLS handshake the socket is blocking and keeps the handshake's
+ * SO_RCVTIMEO; gnutls_handshake_set_timeout bounds the whole TLS handshake as well
+ * (GnuTLS's default pull-timeout function polls the socket). GNUTLS_E_AGAIN also comes from
+ * a record cut short by the peer's close, so it means a timeout only once the handshake's
+ * time is up. After it, the reader's wait for the socket lasts at most its SO_RCVTIMEO
+ * (during option haggling), as a blocking read would; none is set during transmission. */
 #include "server/tls.h"
 
 #include <errno.h>
 #include <gnutls/gnutls.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,6 +49,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/log.h"
@@ -45,6 +62,8 @@
 
 struct tls_session {
   gnutls_session_t session;
+  int fd;
+  pthread_mutex_t lock;              /* held around every GnuTLS call after the handshake */
   atomic_bool broken;                /* a fatal TLS error: no close_notify at the end */
   int read_error;                    /* reader: the GnuTLS error behind its last -EBADMSG */
   size_t staged;                     /* writer: bytes waiting in stage */
@@ -290,8 +309,9 @@ void tls_server_teardown(void)
   memset(&tls_cfg, 0, sizeof tls_cfg);
 }
 
-/* Maps a GnuTLS error to -errno. The socket is blocking, so GNUTLS_E_AGAIN only comes from
- * SO_RCVTIMEO (or the bye's SO_SNDTIMEO). */
+/* Maps a GnuTLS error to -errno. Callers handle GNUTLS_E_AGAIN themselves (a socket not
+ * ready, a record cut short by a close, or a record that carried no data, such as a
+ * KeyUpdate); here it is a timeout. */
 static int tls_errno(int rc)
 {
   switch (rc) {
@@ -307,6 +327,41 @@ static int tls_errno(int rc)
     return -ENOMEM;
   default:
     return -EPROTO;
+  }
+}
+
+/* The reader's transport after the handshake: never blocks, so that the reader does not
+ * wait for the socket while it holds s->lock. GnuTLS reads errno (EAGAIN: GNUTLS_E_AGAIN). */
+static ssize_t pull_nowait(gnutls_transport_ptr_t ptr, void *buf, size_t len)
+{
+  return recv((int)(intptr_t)ptr, buf, len, MSG_DONTWAIT);
+}
+
+/* Waits until s->fd is readable (or closed, or in error: the next GnuTLS call tells), at
+ * most the socket's SO_RCVTIMEO (0: no limit). Returns 0 or -ETIMEDOUT. Reader, without
+ * s->lock. */
+static int socket_wait_readable(const struct tls_session *s)
+{
+  struct timeval tv = {0, 0};
+  socklen_t tvlen = sizeof tv;
+  int timeout = -1;
+
+  if (getsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &tvlen) == 0 &&
+      (tv.tv_sec > 0 || tv.tv_usec > 0)) {
+    timeout = (int)(tv.tv_sec * 1000 + tv.tv_usec / 1000);
+  }
+  for (;;) {
+    struct pollfd p = {.fd = s->fd, .events = POLLIN};
+    int n = poll(&p, 1, timeout);
+    if (n > 0) {
+      return 0;
+    }
+    if (n == 0) {
+      return -ETIMEDOUT;
+    }
+    if (errno != EINTR) {
+      return 0; /* let the next call meet the socket's error */
+    }
   }
 }
 
@@ -359,9 +414,21 @@ int tls_session_start(int fd, unsigned timeout_s, const char *peer, struct tls_s
   }
   gnutls_transport_set_int(s->session, fd);
   gnutls_handshake_set_timeout(s->session, timeout_s * 1000u);
-  do {
+  struct timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (;;) {
     rc = gnutls_handshake(s->session);
-  } while (rc == GNUTLS_E_INTERRUPTED || rc == GNUTLS_E_WARNING_ALERT_RECEIVED);
+    if (rc == GNUTLS_E_AGAIN) { /* SO_RCVTIMEO, or a record cut short by the peer's close */
+      struct timespec now;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if (now.tv_sec - start.tv_sec < (time_t)timeout_s) {
+        continue; /* not the timeout: the next read meets the close (or the rest) */
+      }
+    }
+    if (rc != GNUTLS_E_INTERRUPTED && rc != GNUTLS_E_WARNING_ALERT_RECEIVED) {
+      break;
+    }
+  }
   if (rc < 0) {
     int err = tls_errno(rc);
     if (rc == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) {
@@ -397,6 +464,10 @@ int tls_session_start(int fd, unsigned timeout_s, const char *peer, struct tls_s
     log_debug("%s: TLS established: %s", peer, desc != NULL ? desc : "?");
     gnutls_free(desc);
   }
+  /* From here on no GnuTLS call waits for the socket (see the top of this file). */
+  s->fd = fd;
+  pthread_mutex_init(&s->lock, NULL);
+  gnutls_transport_set_pull_function(s->session, pull_nowait);
   *out = s;
   return 0;
 }
@@ -406,13 +477,22 @@ int tls_session_read_full(struct tls_session *s, void *buf, size_t len)
   size_t done = 0;
 
   while (done < len) {
+    pthread_mutex_lock(&s->lock);
     ssize_t n = gnutls_record_recv(s->session, (char *)buf + done, len - done);
+    pthread_mutex_unlock(&s->lock);
     if (n > 0) {
       done += (size_t)n;
       continue;
     }
     if (n == 0) {
       return -ECONNRESET; /* close_notify */
+    }
+    if (n == GNUTLS_E_AGAIN) { /* no whole record yet, or one with no data (KeyUpdate) */
+      int rc = socket_wait_readable(s);
+      if (rc < 0) {
+        return rc;
+      }
+      continue;
     }
     if (n == GNUTLS_E_INTERRUPTED || n == GNUTLS_E_WARNING_ALERT_RECEIVED) {
       continue;
@@ -437,7 +517,9 @@ const char *tls_session_read_error(const struct tls_session *s)
 static int send_all(struct tls_session *s, const uint8_t *p, size_t len)
 {
   while (len > 0) {
+    pthread_mutex_lock(&s->lock); /* one record per call (see the top of this file) */
     ssize_t n = gnutls_record_send(s->session, p, len);
+    pthread_mutex_unlock(&s->lock);
     if (n == GNUTLS_E_INTERRUPTED) {
       continue; /* GnuTLS wants the same arguments again */
     }
@@ -505,5 +587,6 @@ void tls_session_end(struct tls_session *s, int fd, bool bye)
     } while (rc == GNUTLS_E_INTERRUPTED);
   }
   gnutls_deinit(s->session);
+  pthread_mutex_destroy(&s->lock);
   free(s);
 }
