@@ -54,17 +54,64 @@ static int open_checked(const char *path, int flags)
   return fd;
 }
 
-/* An OFD lock over the whole file: exclusive for read-write, shared for read-only. */
-static int lock_image(int fd, bool read_only)
-{
-  struct flock fl = {0};
+/* QEMU's image locks (block/file-posix.c, raw_apply_lock_bytes and raw_check_lock_bytes):
+ * shared OFD locks on single bytes, 100 + bit for each permission a user holds and 200 + bit
+ * for each it does not share; bit 0 is "consistent read", 1 "write", 3 "resize". A user
+ * that wants a permission checks that nobody else locks its "not shared" byte, and one
+ * that does not share a permission checks that nobody else holds it. */
+#define QEMU_LOCK_PERM 100
+#define QEMU_LOCK_SHARED 200
+#define QEMU_BIT_CONSISTENT_READ 0
+#define QEMU_BIT_WRITE 1
+#define QEMU_BIT_RESIZE 3
 
-  fl.l_type = read_only ? F_RDLCK : F_WRLCK;
-  fl.l_whence = SEEK_SET;
+/* A shared (F_RDLCK) or exclusive (F_WRLCK) OFD lock on len bytes at `start` (len 0: to
+ * the end). Returns 0, -EBUSY when another open file description's lock conflicts. */
+static int lock_range(int fd, short type, off_t start, off_t len)
+{
+  struct flock fl = {.l_type = type, .l_whence = SEEK_SET, .l_start = start, .l_len = len};
+
   if (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
     return (errno == EAGAIN || errno == EACCES) ? -EBUSY : -errno;
   }
   return 0;
+}
+
+/* True when another open file description holds any lock on the byte at `at`. */
+static bool byte_locked_elsewhere(int fd, off_t at)
+{
+  struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = at, .l_len = 1};
+
+  return fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+}
+
+/* The one-server lock, readable by QEMU. Read-write: an exclusive lock over the whole file,
+ * so no other diskgate and no QEMU user (even a reader) opens it. Read-only: what a
+ * read-only QEMU user that keeps the image stable takes: holds "consistent read", does not
+ * share "write" or "resize"; so other read-only users (diskgate, qemu-nbd -r, qemu-img,
+ * qemu-io -r) open it beside us and writers do not, and we refuse to start beside a writer
+ * (the check after the locks, as QEMU does, closes the race with one starting meanwhile).
+ * Returns 0, -EBUSY, -errno. The locks go with the descriptor's last close. */
+static int lock_image(int fd, bool read_only)
+{
+  int rc;
+
+  if (!read_only) {
+    return lock_range(fd, F_WRLCK, 0, 0);
+  }
+  rc = lock_range(fd, F_RDLCK, QEMU_LOCK_PERM + QEMU_BIT_CONSISTENT_READ, 1);
+  if (rc == 0) {
+    rc = lock_range(fd, F_RDLCK, QEMU_LOCK_SHARED + QEMU_BIT_WRITE, 1);
+  }
+  if (rc == 0) {
+    rc = lock_range(fd, F_RDLCK, QEMU_LOCK_SHARED + QEMU_BIT_RESIZE, 1);
+  }
+  if (rc == 0 && (byte_locked_elsewhere(fd, QEMU_LOCK_PERM + QEMU_BIT_WRITE) ||
+                  byte_locked_elsewhere(fd, QEMU_LOCK_PERM + QEMU_BIT_RESIZE) ||
+                  byte_locked_elsewhere(fd, QEMU_LOCK_SHARED + QEMU_BIT_CONSISTENT_READ))) {
+    rc = -EBUSY; /* a writer, or a user that does not let others read consistently */
+  }
+  return rc;
 }
 
 static bool read_sysfs_flag(const struct stat *st, const char *attr)
