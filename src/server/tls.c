@@ -431,7 +431,13 @@ int tls_session_start(int fd, unsigned timeout_s, const char *peer, struct tls_s
   }
   if (rc < 0) {
     int err = tls_errno(rc);
-    if (rc == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) {
+    if (err == -EPIPE) {
+      err = -ECONNRESET; /* the peer left while we sent: the same as while we read */
+    }
+    if (err == -ECONNRESET) {
+      /* the client went away ("Error in the pull function"): server.c says so (debug),
+       * as for a close before TLS */
+    } else if (rc == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) {
       gnutls_datum_t why = {NULL, 0};
       unsigned status = gnutls_session_get_verify_cert_status(s->session);
       gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &why, 0);
