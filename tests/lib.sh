@@ -34,6 +34,17 @@ wait_until() {
   done
 }
 
+# interrupt_within SECONDS PID WHAT: sends SIGINT to PID (a child of this shell) and waits
+# for it; fails when it takes more than SECONDS. Sets rc to PID's exit status.
+interrupt_within() {
+  local limit=$1 pid=$2 what=$3 t0
+  t0=$(date +%s)
+  kill -INT "$pid"
+  rc=0
+  wait "$pid" || rc=$?
+  [ $(($(date +%s) - t0)) -le "$limit" ] || fail "$what took more than $limit s to stop after SIGINT"
+}
+
 free_port() {
   $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }

@@ -238,14 +238,14 @@ void conn_transmission_run(struct conn *c)
   pthread_mutex_lock(&c->lock);
   bool send_failed = c->send_failed;
   pthread_mutex_unlock(&c->lock);
-  bool stopping = atomic_load(&c->server->stopping); /* shutdown's SHUT_RD ends reads too */
-  if (rc == -ECONNRESET && !send_failed && !stopping) {
+  if (atomic_load(&c->server->stopping)) {
+    /* shutdown's SHUT_RD ended the reads: nothing the peer did */
+  } else if (rc == -ECONNRESET && !send_failed) {
     log_info("%s: peer closed the connection without NBD_CMD_DISC", c->peer);
-  } else if (rc == -EBADMSG && transport_is_tls(&c->transport) && !stopping) {
+  } else if (rc == -EBADMSG) {
     log_warn("%s: TLS error while reading requests (%s); closing the connection", c->peer,
              transport_read_error(&c->transport, rc));
-  } else if (rc < 0 && rc != -ECONNRESET && rc != -EPROTO && rc != -E2BIG &&
-             rc != -EBADMSG && !stopping) {
+  } else if (rc < 0 && rc != -ECONNRESET && rc != -EPROTO && rc != -E2BIG) {
     log_info("%s: connection ends: %s", c->peer, strerror(-rc)); /* EPROTO, E2BIG: logged */
   }
   (void)inflight_wait(c, 1, false, 0); /* every request replied to (or dropped if the peer left) */

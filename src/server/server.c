@@ -69,7 +69,7 @@ static void *conn_main(void *arg)
              s->handshake_timeout_s);
   } else if (rc == -ECONNRESET) {
     log_debug("%s: peer closed during the handshake", c->peer);
-  } else if (rc == -EBADMSG && transport_is_tls(&c->transport)) {
+  } else if (rc == -EBADMSG) { /* transport.h: only a TLS read returns it */
     log_warn("%s: TLS error during option haggling (%s); closing", c->peer,
              transport_read_error(&c->transport, rc));
   }

@@ -62,7 +62,7 @@
 
 struct tls_session {
   gnutls_session_t session;
-  int fd;
+  int fd;                            /* the connection's socket (not owned) */
   pthread_mutex_t lock;              /* held around every GnuTLS call after the handshake */
   atomic_bool broken;                /* a fatal TLS error: no close_notify at the end */
   int read_error;                    /* reader: the GnuTLS error behind its last -EBADMSG */
@@ -579,7 +579,7 @@ int tls_session_writev_full(struct tls_session *s, const struct iovec *iov, int 
   return rc;
 }
 
-void tls_session_end(struct tls_session *s, int fd, bool bye)
+void tls_session_end(struct tls_session *s, bool bye)
 {
   if (s == NULL) {
     return;
@@ -587,7 +587,7 @@ void tls_session_end(struct tls_session *s, int fd, bool bye)
   if (bye && !atomic_load(&s->broken)) {
     struct timeval tv = {.tv_sec = TLS_BYE_TIMEOUT_S, .tv_usec = 0};
     int rc;
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    setsockopt(s->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     do {
       rc = gnutls_bye(s->session, GNUTLS_SHUT_WR); /* spec: end TLS before TCP */
     } while (rc == GNUTLS_E_INTERRUPTED);

@@ -69,8 +69,9 @@ const char *tls_session_read_error(const struct tls_session *s);
  * -EPIPE (the peer is gone), -ETIMEDOUT, -EPROTO or -ENOMEM. Writer side. */
 int tls_session_writev_full(struct tls_session *s, const struct iovec *iov, int n);
 
-/* Sends close_notify when `bye` is true and no fatal TLS error was seen, with sends on
- * `fd` bounded to 2 s, then frees the session. Only thread left on the connection. */
-void tls_session_end(struct tls_session *s, int fd, bool bye);
+/* Sends close_notify when `bye` is true and no fatal TLS error was seen, with sends on the
+ * session's socket bounded to 2 s, then frees the session (s may be NULL). Only thread
+ * left on the connection. */
+void tls_session_end(struct tls_session *s, bool bye);
 
 #endif

@@ -76,6 +76,6 @@ int transport_starttls(struct transport *t, unsigned timeout_s, const char *peer
 
 void transport_close(struct transport *t, bool bye)
 {
-  tls_session_end(t->tls, t->fd, bye);
+  tls_session_end(t->tls, bye);
   t->tls = NULL;
 }

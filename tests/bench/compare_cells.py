@@ -7,28 +7,15 @@ beside it, so at 1 connection x 32 nbdkit's 79,887 IOPS (run 9) stood next to di
 41,312 read from the disk. And page-cache read cells ran on whatever the cells before them
 had left in the cache, so the first configuration of a round paid the disk for the
 others."""
-import importlib.machinery
-import importlib.util
 import os
-import sys
 import tempfile
 import types
 
-SRC = os.environ.get("SRCDIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-loader = importlib.machinery.SourceFileLoader("bench_compare", os.path.join(SRC, "bench", "compare"))
-spec = importlib.util.spec_from_loader(loader.name, loader)
-compare = importlib.util.module_from_spec(spec)
-loader.exec_module(compare)
+from compare_lib import Checks, load_compare
 
-failures = []
-checks = [0]
-
-
-def check(name, got, want):
-    checks[0] += 1
-    if got != want:
-        failures.append("%s: got %r, expected %r" % (name, got, want))
-
+compare = load_compare()
+checks = Checks()
+check = checks.check
 
 # Which cells go through the page cache.
 check("nbdkit", compare.uses_page_cache("nbdkit", {}), True)
@@ -134,9 +121,7 @@ check("host direct read", cell_events("host", {}, "randread"), ["fio"])
 check("host batched write", cell_events("host", {"batched": 1}, "randwrite"), ["fio"])
 
 # warm_page_cache reads every byte of the file (counted by /proc/self/io's rchar).
-loader2 = importlib.machinery.SourceFileLoader("bench_compare2", os.path.join(SRC, "bench", "compare"))
-fresh = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader2.name, loader2))
-loader2.exec_module(fresh)
+fresh = load_compare("bench_compare2")  # the module above has stubs in it
 
 
 def rchar():
@@ -157,8 +142,4 @@ with tempfile.NamedTemporaryFile() as tmp:
     check("and reads none of it", rchar() - before < 65536, True)
     fresh.flush_page_cache(tmp.name)  # an fdatasync through a read-only descriptor works
 
-for f in failures:
-    print("FAIL: " + f, file=sys.stderr)
-if failures:
-    sys.exit(1)
-print("ok: bench/compare page-cache cells and scaling table (%d checks)" % checks[0])
+checks.finish("bench/compare page-cache cells and scaling table")

@@ -7,26 +7,12 @@ at a time as the disk's own cost, and called any goal below it out of reach. fio
 7.5-9.1 us per 4K read that way, but 4.8-5.9 us when it submits and reaps in batches, as a
 server does (bench/results/2026-11-30-floor); goals of 7.1 and 7.2 us (runs 2 and 5) were
 called out of reach when they were not."""
-import importlib.machinery
-import importlib.util
-import os
-import sys
 
-SRC = os.environ.get("SRCDIR", os.path.join(os.path.dirname(__file__), "..", ".."))
-loader = importlib.machinery.SourceFileLoader("bench_compare", os.path.join(SRC, "bench", "compare"))
-spec = importlib.util.spec_from_loader(loader.name, loader)
-compare = importlib.util.module_from_spec(spec)
-loader.exec_module(compare)
+from compare_lib import Checks, load_compare
 
-failures = []
-checks = [0]
-
-
-def check(name, got, want):
-    checks[0] += 1
-    if got != want:
-        failures.append("%s: got %r, expected %r" % (name, got, want))
-
+compare = load_compare()
+checks = Checks()
+check = checks.check
 
 def cell(iops=0.0, cpu=0.0, sys_us=0.0):
     return {"iops": iops, "cpu_us_per_io": cpu, "client_sys_us_per_io": sys_us}
@@ -67,8 +53,4 @@ check("host bound in the detail", "at most 2.14x" in iops_verdict(45000, 28000, 
       True)
 check("IOPS met", iops_verdict(56000, 28000, 50000, 60000)[0], "PASS")
 
-for f in failures:
-    print("FAIL: " + f, file=sys.stderr)
-if failures:
-    sys.exit(1)
-print("ok: bench/compare T1 verdicts (%d checks)" % checks[0])
+checks.finish("bench/compare T1 verdicts")

@@ -73,11 +73,7 @@ grep -q '^| diskgate-unix-direct-full | [0-9.]*[KM]\? (' "$T/colon/bench.md" ||
 lab_pid=$!
 for i in $(seq 1 100); do grep -q '^\[1/1\]' "$T/intr.err" 2>/dev/null && break; sleep 0.1; done
 sleep 1
-t0=$(date +%s)
-kill -INT "$lab_pid"
-rc=0
-wait "$lab_pid" || rc=$?
-[ $(($(date +%s) - t0)) -le 10 ] || fail "the lab took more than 10 s to stop after SIGINT"
+interrupt_within 10 "$lab_pid" "the lab"
 assert_eq "$rc" 130 "exit status after SIGINT"
 grep -q '(interrupted: the runs done so far' "$T/intr.err" || { show intr; fail "no 'interrupted' line"; }
 ! grep -q 'some runs failed' "$T/intr.err" || fail "an interrupt reported as failed runs"

@@ -37,11 +37,7 @@ grep -q '^| guest-virtio-diskgate | [0-9.]*[KM]\? ([0-9]*%)' "$T/o1/bench.md" ||
 lab_pid=$!
 wait_until 60 qemu_of_test || { cat "$T/o2.err" >&2; fail "the guest's QEMU did not start"; }
 sleep 3  # into the guest's boot or its fio job
-t0=$(date +%s)
-kill -INT "$lab_pid"
-rc=0
-wait "$lab_pid" || rc=$?
-[ $(($(date +%s) - t0)) -le 15 ] || fail "the lab took more than 15 s to stop after SIGINT"
+interrupt_within 15 "$lab_pid" "the lab"
 assert_eq "$rc" 130 "exit status after SIGINT"
 grep -q '(interrupted: the runs done so far' "$T/o2.err" || { cat "$T/o2.err" >&2; fail "no 'interrupted' line"; }
 grep -q '^| guest-virtio-diskgate | interrupted |' "$T/o2/bench.md" ||

@@ -399,14 +399,12 @@ def tls_big_io(a):
 def bad_record():
     """A TLS 1.2/1.3 application-data record whose 64 bytes are random: it cannot
     authenticate under the session's keys."""
-    import os
     return b"\x17\x03\x03\x00\x40" + os.urandom(64)
 
 
 def tls_bad_record_in_transmission(a):
     """A record that fails to authenticate, after NBD_OPT_GO and one good READ: the server
     closes the connection (rules.sh checks the log line names the TLS error)."""
-    import os
     c = connect(a).starttls(cafile(a))
     c.go()
     assert read_simple(c, 0, 512) is not None, "READ before the bad record failed"
@@ -416,7 +414,6 @@ def tls_bad_record_in_transmission(a):
 
 def tls_bad_record_in_haggling(a):
     """The same during option haggling, right after the TLS handshake."""
-    import os
     c = connect(a).starttls(cafile(a))
     os.write(c.s.fileno(), bad_record())
     assert c.closed_by_server(), "a bad TLS record in option haggling: the connection stayed open"
