@@ -372,9 +372,15 @@ int backing_file_open(const char *path, const struct backing_options *opts,
     rc = -EINVAL;
     goto fail;
   }
-  rc = lock_image(fb->fd_buffered, fb->base.opts.read_only);
-  if (rc < 0) {
-    goto fail;
+  if (fb->base.opts.force_share && fb->base.opts.read_only) {
+    char shown[LOG_SHOWN_MAX];
+    log_info("%s: opened without the image lock (--force-share): another process may change "
+             "it while it is served", log_escape_str(shown, sizeof shown, path));
+  } else {
+    rc = lock_image(fb->fd_buffered, fb->base.opts.read_only);
+    if (rc < 0) {
+      goto fail;
+    }
   }
   if (opts->cache == CACHE_DIRECT) {
     fb->fd = reopen_same(fb, path, flags | O_DIRECT);

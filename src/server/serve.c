@@ -37,6 +37,9 @@ static const char serve_usage[] =
   "                         (default 127.0.0.1:10809; :PORT means 127.0.0.1; once)\n"
   "  --socket PATH          Unix socket listener (with --listen, both listen; once)\n"
   "  --read-only            refuse WRITE, TRIM and WRITE_ZEROES (NBD_EPERM)\n"
+  "  --force-share          with --read-only: take no image lock, so the file opens beside\n"
+  "                         a process writing it (as qemu-nbd -U); reads may then see\n"
+  "                         changes at any time\n"
   "  --sync full|fsync|none durability of FLUSH and FUA (default full):\n"
   "       full   FLUSH replies after fdatasync (F_FULLFSYNC on macOS) covering every\n"
   "              acknowledged write; FUA writes are durable before their reply\n"
@@ -90,6 +93,7 @@ enum {
   OPT_EXPORT = 256, OPT_LISTEN, OPT_SOCKET, OPT_READ_ONLY, OPT_SYNC, OPT_CACHE, OPT_THREADS,
   OPT_ENGINE, OPT_PID_FILE, OPT_CEPH_CONF, OPT_CEPH_ID, OPT_HELP, OPT_VERBOSE,
   OPT_HS_TIMEOUT, OPT_MAX_HS, OPT_UNALIGNED, OPT_TLS, OPT_TLS_CERTS, OPT_TLS_PSK,
+  OPT_FORCE_SHARE,
 };
 
 static int bad_usage(const char *fmt, const char *arg)
@@ -122,6 +126,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
     {"listen", required_argument, NULL, OPT_LISTEN},
     {"socket", required_argument, NULL, OPT_SOCKET},
     {"read-only", no_argument, NULL, OPT_READ_ONLY},
+    {"force-share", no_argument, NULL, OPT_FORCE_SHARE},
     {"sync", required_argument, NULL, OPT_SYNC},
     {"cache", required_argument, NULL, OPT_CACHE},
     {"threads", required_argument, NULL, OPT_THREADS},
@@ -184,6 +189,9 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
       break;
     case OPT_READ_ONLY:
       cfg->opts.read_only = true;
+      break;
+    case OPT_FORCE_SHARE:
+      cfg->opts.force_share = true;
       break;
     case OPT_SYNC:
       if (sync_mode_parse(optarg, &cfg->opts.sync) < 0) {
@@ -259,6 +267,10 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
   }
   if (optind + 1 < argc) {
     return bad_usage("unexpected argument '%s' (one PATH per server)", argv[optind + 1]);
+  }
+  if (cfg->opts.force_share && !cfg->opts.read_only) {
+    return bad_usage("--force-share needs --read-only (a writable server always locks the "
+                     "image)%s", "");
   }
   cfg->path = argv[optind];
   log_escape_str(cfg->path_shown, sizeof cfg->path_shown, cfg->path);

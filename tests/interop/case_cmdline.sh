@@ -3,7 +3,7 @@
 # one line on stderr, and that line names the problem (the option, value or path at fault).
 # Cases: unknown long and short options, a value given to an option that takes none, an
 # ambiguous abbreviation, a repeated --listen/--socket/--export, --sync/--cache bogus,
-# --threads 0, an option without its value, missing PATH, two PATHs, a missing file, a
+# --threads 0, --force-share without --read-only, an option without its value, missing PATH, two PATHs, a missing file, a
 # directory, a file already served by another diskgate, --listen 'bad::addr', a bare port, a
 # host that does not resolve, a port out of range, a Unix socket another diskgate is
 # accepting on. The first server keeps working afterwards.
@@ -48,6 +48,7 @@ RES_OPTIONS="timeout:1 attempts:1" \
 bad "--listen given twice" "${L[@]}" --listen 127.0.0.1:1 "$T/a.img"
 bad "--socket given twice" "${L[@]}" --socket "$T/other.sock" "$T/a.img"
 bad "--export given twice" "${L[@]}" --export a --export b "$T/a.img"
+bad "--force-share needs --read-only" "${L[@]}" --force-share "$T/a.img"
 bad path          "${L[@]}"
 bad "$T/b.img"    "${L[@]}" "$T/a.img" "$T/b.img"
 bad "$T/missing.img" "${L[@]}" "$T/missing.img"

@@ -9,7 +9,9 @@
 #  - a QEMU writer first: neither a read-only nor a writable diskgate starts (exit 2), as
 #    `qemu-img info` refuses an image in use without -U;
 #  - a QEMU reader (qemu-nbd -r) first: a read-only diskgate starts;
-#  - a writable diskgate: no QEMU user opens the image, not even a reader.
+#  - a writable diskgate: no QEMU user opens the image, not even a reader;
+#  - --read-only --force-share (qemu-nbd -U): no lock at all, so it starts beside a QEMU
+#    writer and serves what that writer wrote, and a QEMU writer opens the image beside it.
 source "$SRCDIR/tests/lib.sh"
 
 for tool in qemu-img qemu-io qemu-nbd nbdinfo; do
@@ -61,4 +63,26 @@ dg_start "$img"
 if qemu_io -r -c 'read 0 512'; then fail "qemu-io -r opened an image a writable diskgate serves"; fi
 dg_stop
 
-pass "image locks with QEMU: read-only diskgate shares with QEMU readers, not writers; writable excludes all"
+# 5. --read-only --force-share: no image lock
+qemu-nbd -t -f raw -k "$T/w5.sock" "$img" 2>"$T/qw5.err" & qw=$!
+DG_PIDS+=("$qw")   # -t: it stays until killed, also when a check fails
+wait_until 5 test -S "$T/w5.sock" || { cat "$T/qw5.err" >&2; fail "qemu-nbd (writable) did not start"; }
+serve_bg --read-only --force-share --socket "$T/fs.sock" "$img" ||
+  { cat "$T/bg.log" >&2; fail "a --read-only --force-share diskgate beside a QEMU writer"; }
+grep -q "opened without the image lock" "$T/bg.log" || { cat "$T/bg.log" >&2; fail "no log line says the image is not locked"; }
+qemu-io -f raw -c 'write -P 0x5a 8192 4096' "nbd+unix:///?socket=$T/w5.sock" >"$T/qemu-io.out" 2>&1 ||
+  { cat "$T/qemu-io.out" >&2; fail "writing through qemu-nbd beside a --force-share diskgate"; }
+kill "$qw" 2>/dev/null || true; wait "$qw" 2>/dev/null || true
+qemu_io -c 'write -P 0x6b 12288 4096' || { cat "$T/qemu-io.out" >&2; fail "qemu-io writing the image beside a --force-share diskgate"; }
+"$PY" - "nbd+unix:///?socket=$T/fs.sock" <<'PY' || fail "the --force-share diskgate does not serve what QEMU wrote"
+import sys, nbd
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+assert h.is_read_only(), "not read-only"
+got = h.pread(8192, 8192)
+assert got == b"\x5a" * 4096 + b"\x6b" * 4096, got[:8] + b"..." + got[4096:4104]
+h.shutdown()
+PY
+kill "$bg" 2>/dev/null || true; wait "$bg" 2>/dev/null || true
+
+pass "image locks with QEMU: read-only diskgate shares with QEMU readers, not writers; writable excludes all; --force-share takes none"
