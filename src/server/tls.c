@@ -37,7 +37,9 @@
  * (during option haggling), as a blocking read would; none is set during transmission. */
 #include "server/tls.h"
 
+#include <assert.h>
 #include <errno.h>
+#include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 #include <poll.h>
 #include <pthread.h>
@@ -52,6 +54,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "server/tls_psk.h"
 #include "util/log.h"
 
 /* Largest TLS plaintext record (RFC 8446 5.1): the writer packs small replies up to this. */
@@ -66,6 +69,8 @@ struct tls_session {
   pthread_mutex_t lock;              /* held around every GnuTLS call after the handshake */
   atomic_bool broken;                /* a fatal TLS error: no close_notify at the end */
   int read_error;                    /* reader: the GnuTLS error behind its last -EBADMSG */
+  char psk_user[LOG_SHOWN_MAX];       /* handshake: the PSK username offered (escaped) */
+  int psk_user_found;                /* handshake: -1 none offered, 0 not in the file, 1 in it */
   size_t staged;                     /* writer: bytes waiting in stage */
   uint8_t stage[TLS_RECORD_MAX];     /* writer: small pieces packed into one record */
 };
@@ -74,6 +79,7 @@ static struct {
   enum tls_mode mode;
   gnutls_certificate_credentials_t x509;  /* or NULL */
   gnutls_psk_server_credentials_t psk;    /* or NULL */
+  char *psk_path;                         /* --tls-psk FILE, read at each handshake */
   bool verify_clients;                    /* ca-cert.pem present */
   char describe[160];
 } tls_cfg;
@@ -196,68 +202,57 @@ static int load_x509(const char *dir, char *err, size_t errlen)
   return 0;
 }
 
-/* Checks every line of a PSK file: `username:hexkey` (an even number of hex digits), blank
- * lines allowed. GnuTLS reads the file itself at each handshake. */
-static int check_psk_file(const char *path, char *err, size_t errlen)
+/* GnuTLS's PSK lookup (gnutls_psk_server_credentials_function2), in the handshake's thread:
+ * the key of `username` from the --tls-psk file, read again now (tls_psk.h). It notes the
+ * name and whether the file has it on the session, for the handshake's failure line. An
+ * unknown user gets a random key, so that the client fails as with a wrong key, as
+ * GnuTLS's own file lookup does (no telling which usernames exist). Returns 0, or -1 (the
+ * handshake fails) when the file cannot be read or memory runs out. */
+static int psk_key_for_user(gnutls_session_t session, const gnutls_datum_t *username,
+                            gnutls_datum_t *key)
 {
-  char line[1024];
-  unsigned lineno = 0, keys = 0;
-  FILE *f;
-  int rc = check_readable(path, NULL, err, errlen);
+  struct tls_session *s = gnutls_session_get_ptr(session);
+  char name[TLS_PSK_USER_MAX + 1];
+  size_t n = username->size < TLS_PSK_USER_MAX ? username->size : TLS_PSK_USER_MAX;
+  int rc;
 
-  if (rc < 0) {
-    return rc;
+  assert(s != NULL);
+  memcpy(name, username->data, n);
+  name[n] = '\0';
+  log_escape_str(s->psk_user, sizeof s->psk_user, name);
+  rc = tls_psk_lookup(tls_cfg.psk_path, username->data, username->size, key);
+  s->psk_user_found = rc == 0 ? 1 : 0;
+  if (rc == 0) {
+    return 0;
   }
-  f = fopen(path, "r");
-  if (f == NULL) {
-    rc = -errno;
-    snprintf(err, errlen, "%s: %s", path, strerror(-rc));
-    return rc;
+  if (rc != -ENOENT) {
+    log_error("TLS: reading the PSK file %s: %s", tls_cfg.psk_path, strerror(-rc));
+    return -1;
   }
-  while (fgets(line, sizeof line, f) != NULL) {
-    size_t len = strcspn(line, "\r\n");
-    char *colon;
-    size_t hex;
-
-    lineno++;
-    line[len] = '\0';
-    if (len == 0) {
-      continue;
-    }
-    colon = strchr(line, ':');
-    hex = colon != NULL ? strlen(colon + 1) : 0;
-    if (colon == NULL || colon == line || hex == 0 || hex % 2 != 0 ||
-        strspn(colon + 1, "0123456789abcdefABCDEF") != hex) {
-      snprintf(err, errlen, "%s line %u: expected username:hexkey", path, lineno);
-      fclose(f);
-      return -EINVAL;
-    }
-    keys++;
+  key->data = gnutls_malloc(32);
+  if (key->data == NULL) {
+    return -1;
   }
-  fclose(f);
-  if (keys == 0) {
-    snprintf(err, errlen, "%s: no username:hexkey line", path);
-    return -EINVAL;
-  }
-  return 0;
+  key->size = 32;
+  return gnutls_rnd(GNUTLS_RND_KEY, key->data, key->size) == 0 ? 0 : -1;
 }
 
 static int load_psk(const char *path, char *err, size_t errlen)
 {
-  int rc = check_psk_file(path, err, errlen);
+  int rc = check_readable(path, NULL, err, errlen);
 
+  if (rc == 0) {
+    rc = tls_psk_check_file(path, err, errlen);
+  }
   if (rc < 0) {
     return rc;
   }
-  if (gnutls_psk_allocate_server_credentials(&tls_cfg.psk) < 0) {
+  tls_cfg.psk_path = strdup(path);
+  if (tls_cfg.psk_path == NULL || gnutls_psk_allocate_server_credentials(&tls_cfg.psk) < 0) {
     snprintf(err, errlen, "out of memory");
     return -ENOMEM;
   }
-  rc = gnutls_psk_set_server_credentials_file(tls_cfg.psk, path);
-  if (rc < 0) {
-    snprintf(err, errlen, "%s: %s", path, gnutls_strerror(rc));
-    return -EINVAL;
-  }
+  gnutls_psk_set_server_credentials_function2(tls_cfg.psk, psk_key_for_user);
   gnutls_psk_set_server_known_dh_params(tls_cfg.psk, GNUTLS_SEC_PARAM_MEDIUM);
   return 0;
 }
@@ -306,6 +301,7 @@ void tls_server_teardown(void)
   if (tls_cfg.psk != NULL) {
     gnutls_psk_free_server_credentials(tls_cfg.psk);
   }
+  free(tls_cfg.psk_path);
   memset(&tls_cfg, 0, sizeof tls_cfg);
 }
 
@@ -386,11 +382,13 @@ int tls_session_start(int fd, unsigned timeout_s, const char *peer, struct tls_s
     return -ENOMEM;
   }
   atomic_init(&s->broken, false);
+  s->psk_user_found = -1;
   rc = gnutls_init(&s->session, GNUTLS_SERVER | GNUTLS_NO_SIGNAL);
   if (rc < 0) {
     free(s);
     return -ENOMEM;
   }
+  gnutls_session_set_ptr(s->session, s); /* for psk_key_for_user */
   if (tls_cfg.psk != NULL) {
     rc = gnutls_set_default_priority_append(s->session, "+ECDHE-PSK:+DHE-PSK:+PSK", &errpos, 0);
     if (rc == 0) {
@@ -449,6 +447,11 @@ int tls_session_start(int fd, unsigned timeout_s, const char *peer, struct tls_s
       gnutls_free(why.data);
     } else if (err == -ETIMEDOUT) {
       log_debug("%s: TLS handshake timed out", peer); /* server.c logs the deadline */
+    } else if (s->psk_user_found == 0) {
+      log_info("%s: TLS handshake failed: unknown PSK user '%s'", peer, s->psk_user);
+    } else if (s->psk_user_found == 1) {
+      log_info("%s: TLS handshake failed for PSK user '%s' (not the key in %s?): %s", peer,
+               s->psk_user, tls_cfg.psk_path, gnutls_strerror(rc));
     } else {
       log_info("%s: TLS handshake failed: %s", peer, gnutls_strerror(rc));
     }

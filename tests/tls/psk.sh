@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # TLS with pre-shared keys (--tls-psk FILE, `username:hexkey` lines as nbdkit's and qemu's
 # keys.psk): nbdinfo and nbdcopy with libnbd's tls-psk-file, qemu-img with tls-creds-psk; a
-# wrong key or an unknown user fails the handshake; a plain client is refused.
+# wrong key or an unknown user fails the handshake, with a log line naming the user; the
+# file is read at each handshake; a plain client is refused.
 . "$SRCDIR/tests/lib.sh"
 . "$SRCDIR/tests/tls/tlslib.sh"
 
@@ -24,6 +25,20 @@ fi
 if nbdinfo --size "nbds://carol@127.0.0.1:$DG_PORT/?tls-psk-file=$T/qemu/keys.psk" >/dev/null 2>&1; then
   fail "an unknown user was accepted"
 fi
+# The log names the user: unknown, or known with another key (GnuTLS itself says only "An
+# illegal parameter has been received." for both).
+mkdir -p "$T/carol" && printf 'carol:%s\n' "$key" >"$T/carol/keys.psk"
+if nbdinfo --size "nbds+unix://carol@/?socket=$DG_SOCK&tls-psk-file=$T/carol/keys.psk" >/dev/null 2>&1; then
+  fail "an unknown user with a key was accepted"
+fi
+wait_until 5 grep -q "TLS handshake failed: unknown PSK user 'carol'" "$DG_LOG" ||
+  { cat "$DG_LOG" >&2; fail "no log line names the unknown PSK user"; }
+wait_until 5 grep -q "TLS handshake failed for PSK user 'alice' (not the key in $T/srv/keys.psk?)" "$DG_LOG" ||
+  { cat "$DG_LOG" >&2; fail "no log line names the PSK user whose key is wrong"; }
+# The file is read at each handshake: a user added while serving gets in.
+printf 'carol:%s\n' "$key" >>"$T/srv/keys.psk"
+assert_eq "$(nbdinfo --size "nbds+unix://carol@/?socket=$DG_SOCK&tls-psk-file=$T/carol/keys.psk")" \
+  16777216 "size for a PSK user added while serving"
 if nbdinfo --size "$DG_TCP" >/dev/null 2>&1; then fail "a plain client was served"; fi
 qemu-img info --object "tls-creds-psk,id=tls0,dir=$T/qemu,username=alice,endpoint=client" \
   --image-opts "driver=nbd,host=127.0.0.1,port=$DG_PORT,tls-creds=tls0" >"$T/qi.out" 2>&1 ||
