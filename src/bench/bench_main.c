@@ -389,8 +389,8 @@ int bench_main(int argc, char **argv)
     free(r.cells);
     return 2;
   }
-  if (bench_env_open_out(&env) < 0 || /* before anything runs: a bad command line */
-      bench_env_lock_dir(&env) < 0) { /* not bench_env_cleanup: the files are another lab's */
+  if (bench_env_lock_dir(&env) < 0 || /* not bench_env_cleanup: the files are another lab's */
+      bench_env_open_out(&env) < 0) { /* before anything runs: a bad command line */
     free(r.cells);
     return 2;
   }

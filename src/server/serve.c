@@ -48,7 +48,7 @@ static const char serve_usage[] =
   "       none   FLUSH and FUA are acknowledged without syncing: UNSAFE, acknowledged\n"
   "              data may be lost if the host crashes or loses power\n"
   "  --cache direct|writeback  O_DIRECT or the host page cache (default writeback)\n"
-  "  --threads N            I/O threads (default: the number of cores)\n"
+  "  --threads N            I/O threads, 1 to 64 (default: the number of cores)\n"
   "  --engine uring|threads disk I/O engine (default uring; threads is portable)\n"
   "  --handshake-timeout S  seconds a client may take to negotiate (default 10)\n"
   "  --max-handshakes N     connections negotiating at once, at most (default 256)\n"

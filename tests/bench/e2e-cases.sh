@@ -57,6 +57,7 @@ wait "$holder" 2>/dev/null || true
 assert_eq "$rc" 2 "exit status with --dir held by another lab"
 assert_eq "$(cat "$T/lock.err")" "diskgate bench: another diskgate bench is using --dir $T/d2 (its test file would be shared): give each run its own --dir" "the message for a held --dir"
 assert_eq "$(cat "$T/d2/diskgate-bench.img")" keep "the other lab's test file"
+[ ! -e "$T/lock" ] || fail "a lab refused for a held --dir created its --out"
 
 # 3. ':' in --dir; 4. a space in TMPDIR (the sockets' directory), with an NBD row.
 mkdir "$T/co:lon" "$T/t mp"
