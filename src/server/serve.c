@@ -22,6 +22,7 @@
 #include "server/export.h"
 #include "server/listen.h"
 #include "server/loop.h"
+#include "server/pid_file.h"
 #include "server/server.h"
 #include "server/tls.h"
 #include "util/cli.h"
@@ -438,54 +439,10 @@ static int open_listeners(const struct serve_config *cfg, struct listener *ls, s
   return 0;
 }
 
-/* Checks, before anything is served, that the pid file can be written (its directory
- * exists and is writable): a bad --pid-file is a bad command line. Returns 0 or 2. */
-static int pid_file_probe(const char *path)
-{
-  char tmp[PATH_MAX];
-  char shown[LOG_SHOWN_MAX];
-  int fd;
-
-  if (path == NULL) {
-    return 0;
-  }
-  log_escape_str(shown, sizeof shown, path);
-  if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
-    fprintf(stderr, "diskgate serve: --pid-file %s: name too long\n", shown);
-    return 2;
-  }
-  fd = open(tmp, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    fprintf(stderr, "diskgate serve: --pid-file %s: %s\n", shown, strerror(errno));
-    return 2;
-  }
-  close(fd);
-  unlink(tmp);
-  return 0;
-}
-
-static int write_pid_file(const char *path)
-{
-  char tmp[PATH_MAX];
-  FILE *f;
-
-  if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
-    return -ENAMETOOLONG;
-  }
-  f = fopen(tmp, "w");
-  if (f == NULL) {
-    return -errno;
-  }
-  fprintf(f, "%ld\n", (long)getpid());
-  if (fclose(f) != 0 || rename(tmp, path) < 0) {
-    return -errno;
-  }
-  return 0;
-}
-
 int serve_main(int argc, char **argv)
 {
   struct serve_config cfg = {0};
+  static struct pid_file pid_file; /* PATH_MAX inside: off the stack */
   struct server server;
   struct listener ls[LISTEN_MAX];
   struct engine *engine = NULL;
@@ -542,7 +499,14 @@ int serve_main(int argc, char **argv)
     close(sfd);
     return 1;
   }
-  status = pid_file_probe(cfg.pid_file);
+  status = 0;
+  if (cfg.pid_file != NULL) {
+    char err[LOG_SHOWN_MAX + 128];
+    if (pid_file_check(cfg.pid_file, cfg.path, cfg.socket_path, err, sizeof err) < 0) {
+      fprintf(stderr, "diskgate serve: %s\n", err);
+      status = 2;
+    }
+  }
   if (status == 0) {
     status = open_export(&cfg, engine, &e);
   }
@@ -588,7 +552,7 @@ int serve_main(int argc, char **argv)
   }
   server.exports[0] = e;
   server.nexports = 1;
-  if (cfg.pid_file != NULL && (rc = write_pid_file(cfg.pid_file)) < 0) {
+  if (cfg.pid_file != NULL && (rc = pid_file_write(&pid_file, cfg.pid_file)) < 0) {
     char shown[LOG_SHOWN_MAX];
     log_warn("cannot write the pid file %s: %s", log_escape_str(shown, sizeof shown, cfg.pid_file),
              strerror(-rc)); /* probed */
@@ -615,9 +579,7 @@ int serve_main(int argc, char **argv)
     /* A handshake thread is blocked in librados opening the export: it cannot be joined,
      * and exit() would run librados' destructors under it. Nothing was opened, so nothing
      * needs a last sync. */
-    if (cfg.pid_file != NULL) {
-      unlink(cfg.pid_file);
-    }
+    pid_file_remove(&pid_file);
     fflush(NULL);
     _exit(sig > 0 ? 0 : 1);
   }
@@ -627,9 +589,7 @@ int serve_main(int argc, char **argv)
   server_destroy(&server); /* closes the export and its backing */
   engine_destroy(engine);
   tls_server_teardown();
-  if (cfg.pid_file != NULL) {
-    unlink(cfg.pid_file);
-  }
+  pid_file_remove(&pid_file);
   close(sfd);
   return sig > 0 ? 0 : 1; /* 1: stopped by a failure, not by a signal */
 }

@@ -1,0 +1,154 @@
+/* pid_file.c: see pid_file.h. */
+#include "server/pid_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/log.h"
+
+/* The directory part of `path` into dir ("." for a bare name). */
+static void dir_of(const char *path, char *dir, size_t size)
+{
+  char copy[PATH_MAX];
+
+  snprintf(copy, sizeof copy, "%s", path);
+  snprintf(dir, size, "%s", dirname(copy));
+}
+
+/* True when `a` and `b` name the same place: the same inode when both exist, else the
+ * same canonical directory and the same last component (a socket not created yet). */
+static bool same_place(const char *a, const char *b)
+{
+  struct stat sa, sb;
+  char da[PATH_MAX], db[PATH_MAX], ra[PATH_MAX], rb[PATH_MAX], ca[PATH_MAX], cb[PATH_MAX];
+
+  if (stat(a, &sa) == 0 && stat(b, &sb) == 0) {
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  }
+  dir_of(a, da, sizeof da);
+  dir_of(b, db, sizeof db);
+  snprintf(ca, sizeof ca, "%s", a);
+  snprintf(cb, sizeof cb, "%s", b);
+  return realpath(da, ra) != NULL && realpath(db, rb) != NULL && strcmp(ra, rb) == 0 &&
+         strcmp(basename(ca), basename(cb)) == 0;
+}
+
+/* True when the regular file at `path` is empty or holds a number and an optional newline:
+ * a pid file (a stale one, or one a service manager made). */
+static bool holds_pid(const char *path)
+{
+  char buf[32];
+  ssize_t n;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+  if (fd < 0) {
+    return false;
+  }
+  n = read(fd, buf, sizeof buf);
+  close(fd);
+  if (n < 0 || n == (ssize_t)sizeof buf) {
+    return false;
+  }
+  if (n > 0 && buf[n - 1] == '\n') {
+    n--;
+  }
+  for (ssize_t i = 0; i < n; i++) {
+    if (buf[i] < '0' || buf[i] > '9') {
+      return false;
+    }
+  }
+  return true;
+}
+
+int pid_file_check(const char *path, const char *image, const char *socket_path, char *err,
+                   size_t errlen)
+{
+  char shown[LOG_SHOWN_MAX], dir[PATH_MAX];
+  struct stat st;
+
+  log_escape_str(shown, sizeof shown, path);
+  if (strlen(path) + 8 >= PATH_MAX || path[0] == '\0') {
+    snprintf(err, errlen, "--pid-file %s: %s", shown, strerror(ENAMETOOLONG));
+    return -ENAMETOOLONG;
+  }
+  if ((image != NULL && same_place(path, image)) ||
+      (socket_path != NULL && same_place(path, socket_path))) {
+    snprintf(err, errlen, "--pid-file %s: that is the %s being served", shown,
+             image != NULL && same_place(path, image) ? "image" : "socket");
+    return -EEXIST;
+  }
+  if (lstat(path, &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      snprintf(err, errlen, "--pid-file %s: %s", shown, strerror(EISDIR));
+      return -EISDIR;
+    }
+    if (!S_ISREG(st.st_mode)) {
+      snprintf(err, errlen, "--pid-file %s: exists and is not a regular file", shown);
+      return -EINVAL;
+    }
+    if (!holds_pid(path)) {
+      snprintf(err, errlen, "--pid-file %s: exists and is not a pid file (not replacing it)",
+               shown);
+      return -EEXIST;
+    }
+  }
+  dir_of(path, dir, sizeof dir);
+  if (access(dir, W_OK | X_OK) != 0) {
+    int e = errno;
+    snprintf(err, errlen, "--pid-file %s: %s", shown, strerror(e));
+    return -e;
+  }
+  return 0;
+}
+
+int pid_file_write(struct pid_file *pf, const char *path)
+{
+  char tmp[PATH_MAX];
+  struct stat st;
+  int fd, n, rc = 0;
+
+  pf->written = false;
+  if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp ||
+      snprintf(pf->path, sizeof pf->path, "%s", path) >= (int)sizeof pf->path) {
+    return -ENAMETOOLONG;
+  }
+  fd = mkostemp(tmp, O_CLOEXEC); /* a new name: an existing PATH.tmp is not touched */
+  if (fd < 0) {
+    return -errno;
+  }
+  char line[32];
+  n = snprintf(line, sizeof line, "%ld\n", (long)getpid());
+  if (fchmod(fd, 0644) < 0 || write(fd, line, (size_t)n) != n || fstat(fd, &st) < 0) {
+    rc = errno != 0 ? -errno : -EIO;
+  }
+  if (close(fd) < 0 && rc == 0) {
+    rc = -errno;
+  }
+  if (rc == 0 && rename(tmp, path) < 0) {
+    rc = -errno;
+  }
+  if (rc < 0) {
+    unlink(tmp);
+    return rc;
+  }
+  pf->dev = st.st_dev;
+  pf->ino = st.st_ino;
+  pf->written = true;
+  return 0;
+}
+
+void pid_file_remove(const struct pid_file *pf)
+{
+  struct stat st;
+
+  if (pf->written && lstat(pf->path, &st) == 0 && st.st_dev == pf->dev &&
+      st.st_ino == pf->ino) {
+    unlink(pf->path);
+  }
+}

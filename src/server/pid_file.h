@@ -1,0 +1,40 @@
+/* pid_file.h: serve's --pid-file. The file is checked before anything is served, written
+ * once the listeners are ready (a temporary file renamed into place, so a reader never
+ * sees it half written) and removed at exit only if it is still the file this process
+ * wrote. Like qemu-nbd's and nbdkit's, an existing pid file (a number, or empty) is
+ * replaced; unlike them, any other existing file is refused, so a mistyped --pid-file
+ * cannot replace the image, the socket or a key file (helper-32). Main thread only. */
+#ifndef DISKGATE_SERVER_PID_FILE_H
+#define DISKGATE_SERVER_PID_FILE_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct pid_file {
+  char path[PATH_MAX];
+  dev_t dev; /* of the file written, to recognise it at exit */
+  ino_t ino;
+  bool written;
+};
+
+/* Checks `path` as a --pid-file for a server of `image` (the PATH served; may be NULL or a
+ * name that is not a file, such as rbd:...) listening on the Unix socket `socket_path`
+ * (or NULL). Returns 0, or -errno with one line for stderr in err (naming --pid-file and
+ * the path): -ENAMETOOLONG; -EISDIR or -EINVAL when it names a directory, socket or other
+ * non-regular file; -EEXIST when it is the image or the socket, or an existing file that
+ * does not hold a process id; the errno of a directory that cannot be written. */
+int pid_file_check(const char *path, const char *image, const char *socket_path, char *err,
+                   size_t errlen);
+
+/* Writes getpid() and a newline to `path` through a new temporary file in the same
+ * directory, renamed over it, and records it in *pf. Returns 0 or -errno (nothing is left
+ * behind then). */
+int pid_file_write(struct pid_file *pf, const char *path);
+
+/* Removes the pid file if `path` still names the very file pid_file_write wrote (another
+ * process may have replaced it since). Safe on a pid_file never written. */
+void pid_file_remove(const struct pid_file *pf);
+
+#endif

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# --pid-file must never cost a user a file (helper-32): pointed at the served image it
+# replaced the image with the pid at start and deleted it at exit (exit status 0); pointed
+# at the --socket path it replaced the socket; any other existing file was overwritten and
+# then deleted; the start-up probe deleted an existing PATH.tmp, even for a command line it
+# then refused; a directory was accepted and left PATH.tmp behind. Now:
+#  - the image, the socket, a directory, a non-regular file, or an existing file that is not
+#    a pid file: exit 2, one line naming --pid-file, the file untouched;
+#  - PATH.tmp is never touched; a stale pid file is replaced and removed at exit;
+#  - at exit only the file this server wrote is removed, not one that replaced it since.
+source "$SRCDIR/tests/lib.sh"
+
+cd "$T"
+head -c 1048576 /dev/urandom >disk.img
+cp disk.img disk.orig
+echo precious >p.txt
+echo "important notes" >x.tmp
+mkdir adir
+refused() { # WORD ARGS...: diskgate serve ARGS exits 2 with one stderr line holding WORD
+  local word=$1 rc=0; shift
+  timeout 10 "$DISKGATE" serve "$@" >out 2>err || rc=$?   # a server that starts is a failure
+  [ "$rc" -eq 2 ] && [ "$(wc -l <err)" -eq 1 ] && grep -qF -- "$word" err ||
+    { cat err >&2; fail "serve $*: exit $rc, want 2 and one line naming '$word'"; }
+}
+refused "--pid-file disk.img: that is the image being served" --socket s1 --pid-file disk.img disk.img
+refused "--pid-file $T/disk.img: that is the image" --socket s1 --pid-file "$T/disk.img" ./disk.img
+refused "--pid-file ss: that is the socket being served" --socket ss --pid-file ss disk.img
+refused "--pid-file ./ss: that is the socket" --socket "$T/ss" --pid-file ./ss disk.img
+refused "--pid-file p.txt: exists and is not a pid file" --socket s1 --pid-file p.txt disk.img
+refused "--pid-file adir: Is a directory" --socket s1 --pid-file adir disk.img
+mkfifo fifo
+refused "--pid-file fifo: exists and is not a regular file" --socket s1 --pid-file fifo disk.img
+refused "nonexist" --socket s1 --pid-file x nonexist          # a bad PATH, with --pid-file x
+cmp -s disk.img disk.orig || fail "the image changed"
+assert_eq "$(cat p.txt)" precious "the existing file named by --pid-file"
+assert_eq "$(cat x.tmp)" "important notes" "x.tmp after a refused --pid-file x"
+[ ! -e adir.tmp ] || fail "adir.tmp left behind"
+[ ! -e ss ] || fail "a socket left behind"
+
+# A stale pid file is replaced and removed at exit; run.pid.tmp is not touched.
+echo 99999 >run.pid
+echo keep >run.pid.tmp
+"$DISKGATE" serve --socket s2 --pid-file run.pid disk.img 2>log & pid=$!
+DG_PIDS+=("$pid")
+wait_until 10 grep -qx "$pid" run.pid || { cat log >&2; fail "run.pid does not hold the pid"; }
+assert_eq "$(cat run.pid.tmp)" keep "run.pid.tmp while serving"
+kill "$pid"; wait "$pid" || fail "exit status after SIGTERM"
+[ ! -e run.pid ] || fail "run.pid left behind at exit"
+assert_eq "$(cat run.pid.tmp)" keep "run.pid.tmp at exit"
+assert_eq "$(ls run.pid.* | tr '\n' ' ')" "run.pid.tmp " "files beside run.pid"
+
+# A pid file replaced while serving (another server's, say) is left alone at exit.
+"$DISKGATE" serve --socket s3 --pid-file run.pid disk.img 2>log & pid=$!
+DG_PIDS+=("$pid")
+wait_until 10 grep -qx "$pid" run.pid || { cat log >&2; fail "run.pid does not hold the pid"; }
+mv run.pid mine.pid
+echo 4242 >run.pid
+kill "$pid"; wait "$pid" || fail "exit status after SIGTERM"
+assert_eq "$(cat run.pid)" 4242 "a pid file that replaced ours"
+cmp -s disk.img disk.orig || fail "the image changed"
+pass "--pid-file: the image, the socket and other files are refused and left intact"
