@@ -4,6 +4,7 @@
 
 #include "bench/bench.h"
 #include "server/serve.h"
+#include "util/log.h"
 
 static const char usage[] =
   "Usage: diskgate serve [OPTIONS] PATH     serve a VM disk over NBD\n"
@@ -31,6 +32,8 @@ int main(int argc, char **argv)
     fputs(usage, stdout);
     return 0;
   }
-  fprintf(stderr, "diskgate: unknown command '%s' (serve, bench, --version, --help)\n", argv[1]);
+  char shown[LOG_SHOWN_MAX];
+  fprintf(stderr, "diskgate: unknown command '%s' (serve, bench, --version, --help)\n",
+          log_escape_str(shown, sizeof shown, argv[1]));
   return 2;
 }

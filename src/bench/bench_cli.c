@@ -10,6 +10,7 @@
 #include "bench/bench_cli.h"
 #include "bench/bench_profiles.h"
 #include "util/cli.h"
+#include "util/log.h"
 
 enum {
   OPT_PROFILE = 256,
@@ -167,8 +168,10 @@ static bool rbd_image_valid(const char *s)
 
 static int bad(FILE *err, const char *fmt, const char *arg)
 {
+  char shown[LOG_SHOWN_MAX];
+
   fputs("diskgate bench: ", err);
-  fprintf(err, fmt, arg);
+  fprintf(err, fmt, log_escape_str(shown, sizeof shown, arg)); /* one line, whatever arg holds */
   fputc('\n', err);
   return -EINVAL;
 }

@@ -15,6 +15,16 @@
 #include "bench/bench_paths.h"
 #include "bench/bench_proc.h"
 #include "bench/bench_util.h"
+#include "util/log.h"
+
+/* A path the operator gave, escaped for a one-line message (log_escape_str). The buffer is
+ * per thread and reused: one use per message. */
+static const char *shown_path(const char *path)
+{
+  static _Thread_local char buf[LOG_SHOWN_MAX];
+
+  return log_escape_str(buf, sizeof buf, path);
+}
 
 int bench_env_mkdir_p(const char *path)
 {
@@ -92,13 +102,13 @@ int bench_env_locate(struct bench_env *env, const struct bench_opts *opts, bool 
   env->opts = opts;
   env->need_file = need_file;
   if (stat(opts->dir, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
-    fprintf(stderr, "diskgate bench: --dir %s is not a directory\n", opts->dir);
+    fprintf(stderr, "diskgate bench: --dir %s is not a directory\n", shown_path(opts->dir));
     return -ENOTDIR;
   }
   if (realpath(opts->dir, env->dir) == NULL) {
     int rc = -errno;
 
-    fprintf(stderr, "diskgate bench: --dir %s: %s\n", opts->dir, strerror(-rc));
+    fprintf(stderr, "diskgate bench: --dir %s: %s\n", shown_path(opts->dir), strerror(-rc));
     return rc;
   }
   bench_fmt(env->file, sizeof(env->file), "%s/diskgate-bench.img", env->dir);
@@ -110,7 +120,7 @@ int bench_env_locate(struct bench_env *env, const struct bench_opts *opts, bool 
   }
   if (statvfs(env->dir, &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize < need) {
     fprintf(stderr, "diskgate bench: --dir %s has %llu MiB free, the lab needs %llu MiB there "
-            "(%s)\n", opts->dir,
+            "(%s)\n", shown_path(opts->dir),
             (unsigned long long)((uint64_t)vfs.f_bavail * vfs.f_frsize >> 20),
             (unsigned long long)(need >> 20),
             need_file && need_tree ? "--size and the copy tree"
@@ -135,7 +145,7 @@ int bench_env_lock_dir(struct bench_env *env)
 
   if (fd < 0) {
     rc = -errno;
-    fprintf(stderr, "diskgate bench: --dir %s: %s\n", env->opts->dir, strerror(-rc));
+    fprintf(stderr, "diskgate bench: --dir %s: %s\n", shown_path(env->opts->dir), strerror(-rc));
     return rc;
   }
   if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
@@ -143,13 +153,13 @@ int bench_env_lock_dir(struct bench_env *env)
     close(fd);
     if (rc == EWOULDBLOCK) {
       fprintf(stderr, "diskgate bench: another diskgate bench is using --dir %s (its test file "
-              "would be shared): give each run its own --dir\n", env->opts->dir);
+              "would be shared): give each run its own --dir\n", shown_path(env->opts->dir));
       return -EBUSY;
     }
     /* A file system that cannot lock a directory (NFS may refuse a read-only fd): run
      * without the lock, as before it existed. */
     fprintf(stderr, "diskgate bench: note: cannot lock --dir %s (%s); not checking for "
-            "another lab there\n", env->opts->dir, strerror(rc));
+            "another lab there\n", shown_path(env->opts->dir), strerror(rc));
     return 0;
   }
   env->dir_lock = fd;
@@ -168,7 +178,7 @@ int bench_env_init(struct bench_env *env)
   bench_fmt(env->work, sizeof(env->work), "%s/diskgate-bench.XXXXXX", tmp);
   if (mkdtemp(env->work) == NULL) {
     rc = -errno;
-    fprintf(stderr, "diskgate bench: cannot create a directory in %s: %s\n", tmp, strerror(-rc));
+    fprintf(stderr, "diskgate bench: cannot create a directory in %s: %s\n", shown_path(tmp), strerror(-rc));
     env->work[0] = '\0';
     return rc;
   }
@@ -180,7 +190,7 @@ int bench_env_init(struct bench_env *env)
     rc = bench_env_mkdir_p(sub);
   }
   if (rc < 0) {
-    fprintf(stderr, "diskgate bench: cannot create %s: %s\n", sub, strerror(-rc));
+    fprintf(stderr, "diskgate bench: cannot create %s: %s\n", shown_path(sub), strerror(-rc));
     return rc;
   }
   return 0;
@@ -205,7 +215,7 @@ int bench_env_open_out(struct bench_env *env)
     rc = -errno;
   }
   if (rc < 0) {
-    fprintf(stderr, "diskgate bench: cannot create --out %s: %s\n", out, strerror(-rc));
+    fprintf(stderr, "diskgate bench: cannot create --out %s: %s\n", shown_path(out), strerror(-rc));
   }
   return rc;
 }

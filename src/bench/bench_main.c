@@ -22,6 +22,7 @@
 #include "bench/bench_stats.h"
 #include "bench/bench_workloads.h"
 #include "bench/bench_util.h"
+#include "util/log.h"
 
 /* The Debian package that provides a tool. */
 static const char *tool_package(const char *tool)
@@ -313,7 +314,9 @@ static int render_main(const struct bench_opts *opts)
   env.opts = opts;
   if (bench_load_json(opts->render, &r) < 0) {
     if (r.cells == NULL && access(opts->render, R_OK) != 0) {
-      fprintf(stderr, "diskgate bench: cannot read %s: %s\n", opts->render, strerror(errno));
+      char shown[LOG_SHOWN_MAX];
+      fprintf(stderr, "diskgate bench: cannot read %s: %s\n",
+              log_escape_str(shown, sizeof shown, opts->render), strerror(errno));
     }
     return 2;
   }

@@ -8,6 +8,7 @@
 #include "bench/bench_configs.h"
 #include "bench/bench_profiles.h"
 #include "bench/bench_workloads.h"
+#include "util/log.h"
 
 struct profile {
   const char *name;
@@ -94,7 +95,9 @@ static int select_list(const char *list, const char *const *names, size_t n, boo
     bool hit = false;
 
     if (len == 0 || len >= sizeof(item)) {
-      fprintf(err, "diskgate bench: bad %s list '%s'\n", what, list);
+      char shown[LOG_SHOWN_MAX];
+      fprintf(err, "diskgate bench: bad %s list '%s'\n", what,
+              log_escape_str(shown, sizeof shown, list));
       return -EINVAL;
     }
     memcpy(item, p, len);
@@ -106,7 +109,9 @@ static int select_list(const char *list, const char *const *names, size_t n, boo
       }
     }
     if (!hit) {
-      fprintf(err, "diskgate bench: unknown %s '%s' (see diskgate bench --list)\n", what, item);
+      char shown[LOG_SHOWN_MAX];
+      fprintf(err, "diskgate bench: unknown %s '%s' (see diskgate bench --list)\n", what,
+              log_escape_str(shown, sizeof shown, item));
       return -EINVAL;
     }
     p += len;

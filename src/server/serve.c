@@ -99,8 +99,10 @@ enum {
 
 static int bad_usage(const char *fmt, const char *arg)
 {
+  char shown[LOG_SHOWN_MAX];
+
   fprintf(stderr, "diskgate serve: ");
-  fprintf(stderr, fmt, arg);
+  fprintf(stderr, fmt, log_escape_str(shown, sizeof shown, arg)); /* one line, whatever arg holds */
   fprintf(stderr, " (see diskgate serve --help)\n");
   return 2;
 }
@@ -290,7 +292,8 @@ static int setup_tls(const struct serve_config *cfg)
   char err[4400];
 
   if (tls_server_setup(cfg->tls, cfg->tls_cert_dir, cfg->tls_psk_file, err, sizeof err) < 0) {
-    fprintf(stderr, "diskgate serve: %s\n", err);
+    char shown[sizeof err + 64];
+    fprintf(stderr, "diskgate serve: %s\n", log_escape_str(shown, sizeof shown, err)); /* paths */
     return 2;
   }
   return 0;
@@ -382,7 +385,9 @@ static int open_listeners(const struct serve_config *cfg, struct listener *ls, s
       rc = listen_open_tcp(&ls[*n], host, port);
     }
     if (rc < 0) {
-      fprintf(stderr, "diskgate serve: cannot listen on %s: %s\n", addr,
+      char shown[LOG_SHOWN_MAX];
+      fprintf(stderr, "diskgate serve: cannot listen on %s: %s\n",
+              log_escape_str(shown, sizeof shown, addr),
               rc == -ENOENT   ? "no such host"
               : rc == -EAGAIN ? "the host name could not be resolved now; try again"
                               : strerror(-rc));

@@ -239,12 +239,14 @@ static int psk_key_for_user(gnutls_session_t session, const gnutls_datum_t *user
 
 static int load_psk(const char *path, char *err, size_t errlen)
 {
-  int rc = check_readable(path, NULL, err, errlen);
+  char why[LOG_SHOWN_MAX + 128];
+  int rc = check_readable(path, NULL, why, sizeof why);
 
   if (rc == 0) {
-    rc = tls_psk_check_file(path, err, errlen);
+    rc = tls_psk_check_file(path, why, sizeof why);
   }
   if (rc < 0) {
+    snprintf(err, errlen, "--tls-psk %s", why); /* named as --tls-certificates' errors are */
     return rc;
   }
   tls_cfg.psk_path = strdup(path);

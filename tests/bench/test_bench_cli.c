@@ -118,6 +118,10 @@ static void test_bad_command_lines(void **state)
     { "--rbd-image", "rbd/img@snap", NULL }, { "--rbd-image", "/img", NULL },
     { "--rbd-image", "rbd/", NULL },   { "--rbd-image", "rbd/a:conf=x", NULL },
     { "--ceph-conf", "", NULL },
+    /* control characters in a value or an argument stay escaped on the one line */
+    { "--runs", "1\n2", NULL },       { "--size", "1\nG", NULL },
+    { "--profile", "\x1b[31mq", NULL }, { "x\ny", NULL, NULL },
+    { "--rbd-image", "a\r/b", NULL },
   };
   struct bench_opts o;
   char err[512];
@@ -133,6 +137,11 @@ static void test_bad_command_lines(void **state)
     assert_non_null(nl);
     assert_int_equal(nl[1], '\0');
     assert_int_equal(strncmp(err, "diskgate bench: ", 16), 0);
+    for (const char *c = err; c < nl; c++) {
+      if ((unsigned char)*c < 0x20) {
+        fail_msg("'%s': control character 0x%02x in the message", bad[i][0], (unsigned char)*c);
+      }
+    }
   }
 }
 

@@ -49,6 +49,10 @@ bad "--listen given twice" "${L[@]}" --listen 127.0.0.1:1 "$T/a.img"
 bad "--socket given twice" "${L[@]}" --socket "$T/other.sock" "$T/a.img"
 bad "--export given twice" "${L[@]}" --export a --export b "$T/a.img"
 bad "--force-share needs --read-only" "${L[@]}" --force-share "$T/a.img"
+# control characters in a value: escaped, still one line (helper-32)
+bad "not '1\\x0a2'"      "${L[@]}" --threads $'1\n2' "$T/a.img"
+bad "not '\\x1b[31mx'"    "${L[@]}" --cache $'\e[31mx' "$T/a.img"
+bad "'--listen' needs"   --socket "$T/bad.sock" --listen
 bad path          "${L[@]}"
 bad "$T/b.img"    "${L[@]}" "$T/a.img" "$T/b.img"
 bad "$T/missing.img" "${L[@]}" "$T/missing.img"
@@ -62,5 +66,12 @@ grep -qiE "served|lock|in use|busy" "$T/err" || { cat "$T/err" >&2; fail "alread
 bad "$DG_SOCK"    --socket "$DG_SOCK" --listen "127.0.0.1:$port" "$T/b.img"
 assert_eq "$(nbdinfo --size "$DG_UNIX")" 1048576 "the first server after the refused ones"
 dg_stop
+# An unknown command with a newline in it: one line, exit 2.
+rc=0; timeout 10 "$DISKGATE" $'x\ny' >"$T/out" 2>"$T/err" || rc=$?
+if [ "$rc" != 2 ] || [ "$(wc -l <"$T/err")" != 1 ] || ! grep -qF "unknown command 'x\x0ay'" "$T/err"; then
+  echo "FAIL: an unknown command with a newline: exit $rc, $(wc -l <"$T/err") stderr lines:" >&2
+  sed 's/^/    | /' "$T/err" >&2
+  failures=$((failures + 1))
+fi
 [ "$failures" -eq 0 ] || fail "$failures bad command lines mishandled"
 pass "bad command lines"
