@@ -51,20 +51,23 @@ static int lookup(const char *user, gnutls_datum_t *key)
   return tls_psk_lookup(path, (const unsigned char *)user, strlen(user), key);
 }
 
-static void test_lookup_finds_the_user_s_key(void **state)
+/* Asserts that the file gives `user` the len bytes of `want`. */
+static void assert_key(const char *user, const char *want, unsigned len)
 {
   gnutls_datum_t key;
 
+  assert_int_equal(lookup(user, &key), 0);
+  assert_int_equal(key.size, len);
+  assert_memory_equal(key.data, want, len);
+  gnutls_free(key.data);
+}
+
+static void test_lookup_finds_the_user_s_key(void **state)
+{
   (void)state;
   write_file("alice:00ff10\n\nbob:0A0b\r\n");
-  assert_int_equal(lookup("alice", &key), 0);
-  assert_int_equal(key.size, 3);
-  assert_memory_equal(key.data, "\x00\xff\x10", 3);
-  gnutls_free(key.data);
-  assert_int_equal(lookup("bob", &key), 0); /* CRLF line, mixed-case hex */
-  assert_int_equal(key.size, 2);
-  assert_memory_equal(key.data, "\x0a\x0b", 2);
-  gnutls_free(key.data);
+  assert_key("alice", "\x00\xff\x10", 3);
+  assert_key("bob", "\x0a\x0b", 2); /* CRLF line, mixed-case hex */
 }
 
 static void test_lookup_matches_whole_names_only(void **state)
@@ -88,10 +91,7 @@ static void test_lookup_skips_malformed_lines_and_reads_the_file_again(void **st
   write_file("carol:0\ncarol:zz\ncarol 00\n");
   assert_int_equal(lookup("carol", &key), -ENOENT);
   write_file("carol:0\ncarol:1234\n"); /* changed since the last lookup */
-  assert_int_equal(lookup("carol", &key), 0);
-  assert_int_equal(key.size, 2);
-  assert_memory_equal(key.data, "\x12\x34", 2);
-  gnutls_free(key.data);
+  assert_key("carol", "\x12\x34", 2);
 }
 
 static void test_lookup_of_a_missing_file_is_its_errno(void **state)
