@@ -54,7 +54,7 @@ enum cache_mode {
 
 struct backing_options {
   bool read_only;
-  bool force_share; /* files: with read_only, take no image lock (file.c; qemu-nbd -U) */
+  bool force_share; /* files: with read_only, share the image with writers (file.c; QEMU -U) */
   enum sync_mode sync;
   enum cache_mode cache;
   struct engine *engine; /* for backings that do file I/O; not owned */

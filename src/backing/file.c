@@ -91,8 +91,11 @@ static bool byte_locked_elsewhere(int fd, off_t at)
  * share "write" or "resize"; so other read-only users (diskgate, qemu-nbd -r, qemu-img,
  * qemu-io -r) open it beside us and writers do not, and we refuse to start beside a writer
  * (the check after the locks, as QEMU does, closes the race with one starting meanwhile).
+ * Read-only with force_share (QEMU's -U, force-share=on): only "consistent read" is held,
+ * everything is shared and nothing checked, so it opens beside QEMU writers and they open
+ * beside it (not beside a writable diskgate, whose lock covers the whole file).
  * Returns 0, -EBUSY, -errno. The locks go with the descriptor's last close. */
-static int lock_image(int fd, bool read_only)
+static int lock_image(int fd, bool read_only, bool force_share)
 {
   int rc;
 
@@ -100,6 +103,9 @@ static int lock_image(int fd, bool read_only)
     return lock_range(fd, F_WRLCK, 0, 0);
   }
   rc = lock_range(fd, F_RDLCK, QEMU_LOCK_PERM + QEMU_BIT_CONSISTENT_READ, 1);
+  if (rc == 0 && force_share) {
+    return 0;
+  }
   if (rc == 0) {
     rc = lock_range(fd, F_RDLCK, QEMU_LOCK_SHARED + QEMU_BIT_WRITE, 1);
   }
@@ -372,15 +378,14 @@ int backing_file_open(const char *path, const struct backing_options *opts,
     rc = -EINVAL;
     goto fail;
   }
+  rc = lock_image(fb->fd_buffered, fb->base.opts.read_only, fb->base.opts.force_share);
+  if (rc < 0) {
+    goto fail;
+  }
   if (fb->base.opts.force_share && fb->base.opts.read_only) {
     char shown[LOG_SHOWN_MAX];
-    log_info("%s: opened without the image lock (--force-share): another process may change "
-             "it while it is served", log_escape_str(shown, sizeof shown, path));
-  } else {
-    rc = lock_image(fb->fd_buffered, fb->base.opts.read_only);
-    if (rc < 0) {
-      goto fail;
-    }
+    log_info("%s: shared with writers (--force-share): another process may change it while "
+             "it is served", log_escape_str(shown, sizeof shown, path));
   }
   if (opts->cache == CACHE_DIRECT) {
     fb->fd = reopen_same(fb, path, flags | O_DIRECT);

@@ -273,8 +273,9 @@ int bench_cli_parse(int argc, char **argv, struct bench_opts *opts, FILE *out, F
       return BENCH_CLI_HELP;
     default: { /* ':' (a missing value) or '?' */
       char msg[512];
-      cli_option_error(long_opts, argv[optind - 1], optopt, msg, sizeof msg);
-      return bad(err, "%s (see --help)", msg);
+      cli_option_error(long_opts, argv[optind - 1], optopt, msg, sizeof msg); /* escaped */
+      fprintf(err, "diskgate bench: %s (see --help)\n", msg);
+      return -EINVAL;
     }
     }
   }

@@ -178,7 +178,8 @@ int bench_env_init(struct bench_env *env)
   bench_fmt(env->work, sizeof(env->work), "%s/diskgate-bench.XXXXXX", tmp);
   if (mkdtemp(env->work) == NULL) {
     rc = -errno;
-    fprintf(stderr, "diskgate bench: cannot create a directory in %s: %s\n", shown_path(tmp), strerror(-rc));
+    fprintf(stderr, "diskgate bench: cannot create a directory in %s: %s\n", shown_path(tmp),
+            strerror(-rc));
     env->work[0] = '\0';
     return rc;
   }
@@ -215,7 +216,8 @@ int bench_env_open_out(struct bench_env *env)
     rc = -errno;
   }
   if (rc < 0) {
-    fprintf(stderr, "diskgate bench: cannot create --out %s: %s\n", shown_path(out), strerror(-rc));
+    fprintf(stderr, "diskgate bench: cannot create --out %s: %s\n", shown_path(out),
+            strerror(-rc));
   }
   return rc;
 }

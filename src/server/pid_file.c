@@ -45,7 +45,7 @@ static bool holds_pid(const char *path)
 {
   char buf[32];
   ssize_t n;
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK); /* a FIFO swapped in */
 
   if (fd < 0) {
     return false;
@@ -73,7 +73,11 @@ int pid_file_check(const char *path, const char *image, const char *socket_path,
   struct stat st;
 
   log_escape_str(shown, sizeof shown, path);
-  if (strlen(path) + 8 >= PATH_MAX || path[0] == '\0') {
+  if (path[0] == '\0') {
+    snprintf(err, errlen, "--pid-file needs a path, not an empty name");
+    return -ENOENT;
+  }
+  if (strlen(path) + 8 >= PATH_MAX) {
     snprintf(err, errlen, "--pid-file %s: %s", shown, strerror(ENAMETOOLONG));
     return -ENAMETOOLONG;
   }
@@ -124,8 +128,9 @@ int pid_file_write(struct pid_file *pf, const char *path)
   }
   char line[32];
   n = snprintf(line, sizeof line, "%ld\n", (long)getpid());
+  errno = 0;
   if (fchmod(fd, 0644) < 0 || write(fd, line, (size_t)n) != n || fstat(fd, &st) < 0) {
-    rc = errno != 0 ? -errno : -EIO;
+    rc = errno != 0 ? -errno : -EIO; /* a short write leaves errno 0 */
   }
   if (close(fd) < 0 && rc == 0) {
     rc = -errno;

@@ -22,19 +22,21 @@ struct pid_file {
 /* Checks `path` as a --pid-file for a server of `image` (the PATH served; may be NULL or a
  * name that is not a file, such as rbd:...) listening on the Unix socket `socket_path`
  * (or NULL). Returns 0, or -errno with one line for stderr in err (naming --pid-file and
- * the path): -ENAMETOOLONG; -EISDIR or -EINVAL when it names a directory, socket or other
- * non-regular file; -EEXIST when it is the image or the socket, or an existing file that
- * does not hold a process id; the errno of a directory that cannot be written. */
+ * the path): -ENOENT for an empty name; -ENAMETOOLONG; -EISDIR or -EINVAL when it names a
+ * directory, a socket, a symbolic link or another non-regular file; -EEXIST when it is the
+ * image or the socket, or an existing file that does not hold a process id; the errno of a
+ * directory that cannot be written. */
 int pid_file_check(const char *path, const char *image, const char *socket_path, char *err,
                    size_t errlen);
 
-/* Writes getpid() and a newline to `path` through a new temporary file in the same
- * directory, renamed over it, and records it in *pf. Returns 0 or -errno (nothing is left
- * behind then). */
+/* Writes getpid() and a newline to `path` (mode 0644, as daemons' pid files are, whatever
+ * the umask) through a new temporary file in the same directory, renamed over it, and
+ * records it in *pf. Returns 0 or -errno (nothing is left behind then). */
 int pid_file_write(struct pid_file *pf, const char *path);
 
 /* Removes the pid file if `path` still names the very file pid_file_write wrote (another
- * process may have replaced it since). Safe on a pid_file never written. */
+ * process may have replaced it since). Safe on a pid_file never written; an unlink that
+ * fails (the directory went read-only, say) is ignored: the server is exiting anyway. */
 void pid_file_remove(const struct pid_file *pf);
 
 #endif

@@ -38,9 +38,9 @@ static const char serve_usage[] =
   "                         (default 127.0.0.1:10809; :PORT means 127.0.0.1; once)\n"
   "  --socket PATH          Unix socket listener (with --listen, both listen; once)\n"
   "  --read-only            refuse WRITE, TRIM and WRITE_ZEROES (NBD_EPERM)\n"
-  "  --force-share          with --read-only: take no image lock, so the file opens beside\n"
-  "                         a process writing it (as qemu-nbd -U); reads may then see\n"
-  "                         changes at any time\n"
+  "  --force-share          with --read-only: share the image with writers, so it opens\n"
+  "                         beside a QEMU process writing it (as qemu-img -U); reads may\n"
+  "                         then see changes at any time (files and block devices)\n"
   "  --sync full|fsync|none durability of FLUSH and FUA (default full):\n"
   "       full   FLUSH replies after fdatasync (F_FULLFSYNC on macOS) covering every\n"
   "              acknowledged write; FUA writes are durable before their reply\n"
@@ -97,13 +97,22 @@ enum {
   OPT_FORCE_SHARE,
 };
 
+/* One line naming the problem, exit status 2. `arg`, a value from the command line, is
+ * escaped (one line, printable ASCII, whatever it holds). */
 static int bad_usage(const char *fmt, const char *arg)
 {
   char shown[LOG_SHOWN_MAX];
 
   fprintf(stderr, "diskgate serve: ");
-  fprintf(stderr, fmt, log_escape_str(shown, sizeof shown, arg)); /* one line, whatever arg holds */
+  fprintf(stderr, fmt, log_escape_str(shown, sizeof shown, arg));
   fprintf(stderr, " (see diskgate serve --help)\n");
+  return 2;
+}
+
+/* bad_usage for a message already made safe (cli_option_error escapes what it quotes). */
+static int bad_usage_text(const char *text)
+{
+  fprintf(stderr, "diskgate serve: %s (see diskgate serve --help)\n", text);
   return 2;
 }
 
@@ -261,7 +270,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
       return 0;
     default: {
       char msg[512];
-      return bad_usage("%s", cli_option_error(longopts, argv[optind - 1], optopt, msg, sizeof msg));
+      return bad_usage_text(cli_option_error(longopts, argv[optind - 1], optopt, msg, sizeof msg));
     }
     }
   }
@@ -274,6 +283,9 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
   if (cfg->opts.force_share && !cfg->opts.read_only) {
     return bad_usage("--force-share needs --read-only (a writable server always locks the "
                      "image)%s", "");
+  }
+  if (cfg->opts.force_share && strncmp(argv[optind], "rbd:", 4) == 0) {
+    return bad_usage("--force-share is for files and block devices, not %s", argv[optind]);
   }
   cfg->path = argv[optind];
   log_escape_str(cfg->path_shown, sizeof cfg->path_shown, cfg->path);

@@ -63,6 +63,13 @@
 /* Seconds a close_notify may take to leave before the socket is closed anyway. */
 #define TLS_BYE_TIMEOUT_S 2
 
+enum psk_user_state {
+  PSK_USER_NONE,       /* no PSK lookup (yet) */
+  PSK_USER_FOUND,      /* the user is in the file */
+  PSK_USER_UNKNOWN,    /* not in the file: given a random key */
+  PSK_USER_FILE_ERROR, /* the file could not be read (logged) */
+};
+
 struct tls_session {
   gnutls_session_t session;
   int fd;                            /* the connection's socket (not owned) */
@@ -70,7 +77,7 @@ struct tls_session {
   atomic_bool broken;                /* a fatal TLS error: no close_notify at the end */
   int read_error;                    /* reader: the GnuTLS error behind its last -EBADMSG */
   char psk_user[LOG_SHOWN_MAX];       /* handshake: the PSK username offered (escaped) */
-  int psk_user_found;                /* handshake: -1 none offered, 0 not in the file, 1 in it */
+  enum psk_user_state psk_user_state; /* handshake: what the PSK lookup found */
   size_t staged;                     /* writer: bytes waiting in stage */
   uint8_t stage[TLS_RECORD_MAX];     /* writer: small pieces packed into one record */
 };
@@ -80,6 +87,7 @@ static struct {
   gnutls_certificate_credentials_t x509;  /* or NULL */
   gnutls_psk_server_credentials_t psk;    /* or NULL */
   char *psk_path;                         /* --tls-psk FILE, read at each handshake */
+  char psk_path_shown[LOG_SHOWN_MAX];     /* the same, escaped for the log */
   bool verify_clients;                    /* ca-cert.pem present */
   char describe[160];
 } tls_cfg;
@@ -204,7 +212,7 @@ static int load_x509(const char *dir, char *err, size_t errlen)
 
 /* GnuTLS's PSK lookup (gnutls_psk_server_credentials_function2), in the handshake's thread:
  * the key of `username` from the --tls-psk file, read again now (tls_psk.h). It notes the
- * name and whether the file has it on the session, for the handshake's failure line. An
+ * name, and whether the file has it, on the session for the handshake's failure line. An
  * unknown user gets a random key, so that the client fails as with a wrong key, as
  * GnuTLS's own file lookup does (no telling which usernames exist). Returns 0, or -1 (the
  * handshake fails) when the file cannot be read or memory runs out. */
@@ -212,23 +220,22 @@ static int psk_key_for_user(gnutls_session_t session, const gnutls_datum_t *user
                             gnutls_datum_t *key)
 {
   struct tls_session *s = gnutls_session_get_ptr(session);
-  char name[TLS_PSK_USER_MAX + 1];
-  size_t n = username->size < TLS_PSK_USER_MAX ? username->size : TLS_PSK_USER_MAX;
   int rc;
 
   assert(s != NULL);
-  memcpy(name, username->data, n);
-  name[n] = '\0';
-  log_escape_str(s->psk_user, sizeof s->psk_user, name);
-  rc = tls_psk_lookup(tls_cfg.psk_path, username->data, username->size, key);
-  s->psk_user_found = rc == 0 ? 1 : 0;
+  log_escape(s->psk_user, sizeof s->psk_user, username->data, username->size);
+  rc = tls_psk_lookup_key(tls_cfg.psk_path, username->data, username->size, key);
   if (rc == 0) {
+    s->psk_user_state = PSK_USER_FOUND;
     return 0;
   }
-  if (rc != -ENOENT) {
-    log_error("TLS: reading the PSK file %s: %s", tls_cfg.psk_path, strerror(-rc));
+  if (rc != -ESRCH) {
+    s->psk_user_state = PSK_USER_FILE_ERROR;
+    log_error("TLS: reading the PSK file %s: %s", tls_cfg.psk_path_shown,
+              rc == -EFBIG ? "larger than 1 MiB" : strerror(-rc));
     return -1;
   }
+  s->psk_user_state = PSK_USER_UNKNOWN;
   key->data = gnutls_malloc(32);
   if (key->data == NULL) {
     return -1;
@@ -250,6 +257,7 @@ static int load_psk(const char *path, char *err, size_t errlen)
     return rc;
   }
   tls_cfg.psk_path = strdup(path);
+  log_escape_str(tls_cfg.psk_path_shown, sizeof tls_cfg.psk_path_shown, path);
   if (tls_cfg.psk_path == NULL || gnutls_psk_allocate_server_credentials(&tls_cfg.psk) < 0) {
     snprintf(err, errlen, "out of memory");
     return -ENOMEM;
@@ -384,7 +392,6 @@ int tls_session_start(int fd, unsigned timeout_s, const char *peer, struct tls_s
     return -ENOMEM;
   }
   atomic_init(&s->broken, false);
-  s->psk_user_found = -1;
   rc = gnutls_init(&s->session, GNUTLS_SERVER | GNUTLS_NO_SIGNAL);
   if (rc < 0) {
     free(s);
@@ -449,11 +456,11 @@ int tls_session_start(int fd, unsigned timeout_s, const char *peer, struct tls_s
       gnutls_free(why.data);
     } else if (err == -ETIMEDOUT) {
       log_debug("%s: TLS handshake timed out", peer); /* server.c logs the deadline */
-    } else if (s->psk_user_found == 0) {
+    } else if (s->psk_user_state == PSK_USER_UNKNOWN) {
       log_info("%s: TLS handshake failed: unknown PSK user '%s'", peer, s->psk_user);
-    } else if (s->psk_user_found == 1) {
+    } else if (s->psk_user_state == PSK_USER_FOUND) {
       log_info("%s: TLS handshake failed for PSK user '%s' (not the key in %s?): %s", peer,
-               s->psk_user, tls_cfg.psk_path, gnutls_strerror(rc));
+               s->psk_user, tls_cfg.psk_path_shown, gnutls_strerror(rc));
     } else {
       log_info("%s: TLS handshake failed: %s", peer, gnutls_strerror(rc));
     }

@@ -2,95 +2,211 @@
 #include "server/tls_psk.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-/* Splits a line (its end of line already cut) into username and hex key. Returns the
- * username's length and sets *hex, or 0 when the line is not `username:hexkey`. */
-static size_t psk_line_parse(const char *line, const char **hex)
+struct psk_line {
+  const char *user; /* the username as written (after '#' for a hex one) */
+  size_t user_len;
+  bool user_hex;    /* written as #HEX */
+  const char *key;  /* the key's hex digits */
+  size_t key_len;
+};
+
+static bool all_hex(const char *s, size_t n)
 {
-  const char *colon = strchr(line, ':');
-  size_t n;
-
-  if (colon == NULL || colon == line) {
-    return 0;
+  for (size_t i = 0; i < n; i++) {
+    if (strchr("0123456789abcdefABCDEF", s[i]) == NULL || s[i] == '\0') {
+      return false;
+    }
   }
-  n = strlen(colon + 1);
-  if (n == 0 || n % 2 != 0 || strspn(colon + 1, "0123456789abcdefABCDEF") != n) {
-    return 0;
-  }
-  *hex = colon + 1;
-  return (size_t)(colon - line);
+  return true;
 }
 
-static FILE *psk_open(const char *path, char *err, size_t errlen)
+/* Splits one line (len bytes, its end of line cut) into *out. Returns false when it is not
+ * `username:hexkey`. */
+static bool psk_line_split(const char *line, size_t len, struct psk_line *out)
 {
-  FILE *f = fopen(path, "r");
+  const char *colon = memchr(line, ':', len);
 
-  if (f == NULL) {
-    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+  if (colon == NULL || colon == line) {
+    return false;
   }
-  return f;
+  out->user_hex = line[0] == '#';
+  out->user = line + (out->user_hex ? 1 : 0);
+  out->user_len = (size_t)(colon - out->user);
+  out->key = colon + 1;
+  out->key_len = len - (size_t)(colon - line) - 1;
+  if (out->user_hex && (out->user_len == 0 || out->user_len % 2 != 0 ||
+                        !all_hex(out->user, out->user_len))) {
+    return false;
+  }
+  return out->key_len > 0 && out->key_len % 2 == 0 && all_hex(out->key, out->key_len);
+}
+
+/* Wipes and frees a buffer psk_file_read made (NULL is fine). */
+static void buf_wipe(char *buf, size_t len)
+{
+  if (buf != NULL) {
+    explicit_bzero(buf, len);
+    free(buf);
+  }
+}
+
+/* Reads the whole file into a new NUL-terminated buffer of TLS_PSK_FILE_MAX + 1 bytes
+ * (*len bytes before the NUL). Returns 0, or -errno with *buf NULL; the caller passes the
+ * buffer to buf_wipe. */
+static int psk_file_read(const char *path, char **buf, size_t *len)
+{
+  struct stat st;
+  size_t got = 0;
+  int rc = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+  *buf = NULL;
+  if (fd < 0) {
+    return -errno;
+  }
+  if (fstat(fd, &st) < 0) {
+    rc = -errno;
+  } else if (S_ISDIR(st.st_mode)) {
+    rc = -EISDIR;
+  } else if (!S_ISREG(st.st_mode)) {
+    rc = -EINVAL;
+  } else if ((uint64_t)st.st_size > TLS_PSK_FILE_MAX) {
+    rc = -EFBIG;
+  } else if ((*buf = malloc(TLS_PSK_FILE_MAX + 1)) == NULL) {
+    rc = -ENOMEM;
+  }
+  while (rc == 0) {
+    ssize_t n = read(fd, *buf + got, TLS_PSK_FILE_MAX + 1 - got);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      rc = -errno;
+    } else if (n == 0) {
+      break;
+    } else if ((got += (size_t)n) > TLS_PSK_FILE_MAX) {
+      rc = -EFBIG; /* it grew since fstat */
+    }
+  }
+  close(fd);
+  if (rc < 0) {
+    buf_wipe(*buf, got);
+    *buf = NULL;
+    return rc;
+  }
+  (*buf)[got] = '\0';
+  *len = got;
+  return 0;
+}
+
+/* The next line of buf[*pos, len): its start and length without "\n" or "\r\n". Returns
+ * false at the end. */
+static bool next_line(const char *buf, size_t len, size_t *pos, const char **line,
+                      size_t *line_len)
+{
+  const char *nl;
+  size_t n;
+
+  if (*pos >= len) {
+    return false;
+  }
+  *line = buf + *pos;
+  nl = memchr(*line, '\n', len - *pos);
+  n = nl != NULL ? (size_t)(nl - *line) : len - *pos;
+  *pos += n + (nl != NULL ? 1 : 0);
+  if (n > 0 && (*line)[n - 1] == '\r') {
+    n--;
+  }
+  *line_len = n;
+  return true;
 }
 
 int tls_psk_check_file(const char *path, char *err, size_t errlen)
 {
-  char line[1024];
+  char *buf = NULL;
+  size_t len = 0, pos = 0, line_len;
+  const char *line;
   unsigned lineno = 0, keys = 0;
-  FILE *f = psk_open(path, err, errlen);
+  int rc = psk_file_read(path, &buf, &len);
 
-  if (f == NULL) {
-    return -errno;
+  if (rc < 0) {
+    snprintf(err, errlen, "%s: %s", path, rc == -EFBIG ? "larger than 1 MiB" : strerror(-rc));
+    return rc;
   }
-  while (fgets(line, sizeof line, f) != NULL) {
-    const char *hex;
+  while (rc == 0 && next_line(buf, len, &pos, &line, &line_len)) {
+    struct psk_line pl;
 
     lineno++;
-    line[strcspn(line, "\r\n")] = '\0';
-    if (line[0] == '\0') {
+    if (line_len == 0) {
       continue;
     }
-    if (psk_line_parse(line, &hex) == 0) {
+    if (!psk_line_split(line, line_len, &pl)) {
       snprintf(err, errlen, "%s line %u: expected username:hexkey", path, lineno);
-      fclose(f);
-      return -EINVAL;
+      rc = -EINVAL;
     }
     keys++;
   }
-  fclose(f);
-  if (keys == 0) {
+  buf_wipe(buf, len);
+  if (rc == 0 && keys == 0) {
     snprintf(err, errlen, "%s: no username:hexkey line", path);
-    return -EINVAL;
+    rc = -EINVAL;
   }
-  return 0;
+  return rc;
 }
 
-int tls_psk_lookup(const char *path, const unsigned char *user, size_t user_len,
-                   gnutls_datum_t *key)
+/* True when the line's username is the user_len bytes of `user`. */
+static bool psk_user_matches(const struct psk_line *pl, const unsigned char *user,
+                             size_t user_len)
 {
-  char line[1024], err[64];
-  FILE *f;
-  int rc = -ENOENT;
+  gnutls_datum_t hex, raw = {NULL, 0};
+  bool same;
 
-  if (user_len == 0 || user_len > TLS_PSK_USER_MAX) {
-    return -ENOENT;
+  if (!pl->user_hex) {
+    return pl->user_len == user_len && memcmp(pl->user, user, user_len) == 0;
   }
-  f = psk_open(path, err, sizeof err);
-  if (f == NULL) {
-    return -errno;
+  if (pl->user_len / 2 != user_len) {
+    return false;
   }
-  while (rc == -ENOENT && fgets(line, sizeof line, f) != NULL) {
-    const char *hex = NULL;
-    size_t n;
+  hex.data = (unsigned char *)pl->user;
+  hex.size = (unsigned)pl->user_len;
+  if (gnutls_hex_decode2(&hex, &raw) < 0) {
+    return false;
+  }
+  same = raw.size == user_len && memcmp(raw.data, user, user_len) == 0;
+  gnutls_free(raw.data);
+  return same;
+}
 
-    line[strcspn(line, "\r\n")] = '\0';
-    n = psk_line_parse(line, &hex);
-    if (n != user_len || memcmp(line, user, n) != 0) {
+int tls_psk_lookup_key(const char *path, const unsigned char *user, size_t user_len,
+                       gnutls_datum_t *key)
+{
+  char *buf = NULL;
+  size_t len = 0, pos = 0, line_len;
+  const char *line;
+  int rc = psk_file_read(path, &buf, &len);
+
+  if (rc < 0) {
+    return rc;
+  }
+  rc = -ESRCH;
+  while (rc == -ESRCH && user_len > 0 && next_line(buf, len, &pos, &line, &line_len)) {
+    struct psk_line pl;
+
+    if (!psk_line_split(line, line_len, &pl) || !psk_user_matches(&pl, user, user_len)) {
       continue;
     }
-    gnutls_datum_t text = {(unsigned char *)hex, (unsigned)strlen(hex)};
+    gnutls_datum_t text = {(unsigned char *)pl.key, (unsigned)pl.key_len};
     rc = gnutls_hex_decode2(&text, key) == 0 ? 0 : -ENOMEM;
   }
-  fclose(f);
+  buf_wipe(buf, len);
   return rc;
 }

@@ -155,6 +155,7 @@ static void test_option_errors_name_the_fault(void **state)
     { "--runs", NULL, "diskgate bench: option '--runs' needs a value (see --help)" },
     { "--r", "3", "option '--r' is ambiguous (--runs, --runtime" },
     { "--frobnicate=2", NULL, "unknown option '--frobnicate'" },
+    { "--fo\x02o", NULL, "unknown option '--fo\\x02o'" }, /* escaped once, not twice */
   };
   struct bench_opts o;
   char err[512];

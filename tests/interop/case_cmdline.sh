@@ -49,9 +49,11 @@ bad "--listen given twice" "${L[@]}" --listen 127.0.0.1:1 "$T/a.img"
 bad "--socket given twice" "${L[@]}" --socket "$T/other.sock" "$T/a.img"
 bad "--export given twice" "${L[@]}" --export a --export b "$T/a.img"
 bad "--force-share needs --read-only" "${L[@]}" --force-share "$T/a.img"
+bad "--force-share is for files and block devices" "${L[@]}" --read-only --force-share rbd:pool/img
 # control characters in a value: escaped, still one line (helper-32)
 bad "not '1\\x0a2'"      "${L[@]}" --threads $'1\n2' "$T/a.img"
 bad "not '\\x1b[31mx'"    "${L[@]}" --cache $'\e[31mx' "$T/a.img"
+bad "unknown option '--foo\\x01'" "${L[@]}" $'--foo\x01' "$T/a.img"   # escaped once, not twice
 bad "'--listen' needs"   --socket "$T/bad.sock" --listen
 bad path          "${L[@]}"
 bad "$T/b.img"    "${L[@]}" "$T/a.img" "$T/b.img"

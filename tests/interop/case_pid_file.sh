@@ -31,6 +31,7 @@ refused "--pid-file adir: Is a directory" --socket s1 --pid-file adir disk.img
 mkfifo fifo
 refused "--pid-file fifo: exists and is not a regular file" --socket s1 --pid-file fifo disk.img
 refused "nonexist" --socket s1 --pid-file x nonexist          # a bad PATH, with --pid-file x
+refused "--pid-file needs a path" --socket s1 --pid-file "" disk.img
 cmp -s disk.img disk.orig || fail "the image changed"
 assert_eq "$(cat p.txt)" precious "the existing file named by --pid-file"
 assert_eq "$(cat x.tmp)" "important notes" "x.tmp after a refused --pid-file x"

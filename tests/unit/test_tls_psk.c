@@ -48,7 +48,7 @@ static int lookup(const char *user, gnutls_datum_t *key)
 {
   key->data = NULL;
   key->size = 0;
-  return tls_psk_lookup(path, (const unsigned char *)user, strlen(user), key);
+  return tls_psk_lookup_key(path, (const unsigned char *)user, strlen(user), key);
 }
 
 /* Asserts that the file gives `user` the len bytes of `want`. */
@@ -76,11 +76,42 @@ static void test_lookup_matches_whole_names_only(void **state)
 
   (void)state;
   write_file("alice:00ff\n");
-  assert_int_equal(lookup("alic", &key), -ENOENT);
-  assert_int_equal(lookup("alicex", &key), -ENOENT);
-  assert_int_equal(lookup("", &key), -ENOENT);
-  assert_int_equal(tls_psk_lookup(path, (const unsigned char *)"alice\0x", 7, &key), -ENOENT);
+  assert_int_equal(lookup("alic", &key), -ESRCH);
+  assert_int_equal(lookup("alicex", &key), -ESRCH);
+  assert_int_equal(lookup("", &key), -ESRCH);
+  assert_int_equal(tls_psk_lookup_key(path, (const unsigned char *)"alice\0x", 7, &key), -ESRCH);
   assert_null(key.data);
+}
+
+/* `#HEX` usernames are those bytes (psktool writes them for names with ':' or odd bytes). */
+static void test_lookup_hex_usernames(void **state)
+{
+  gnutls_datum_t key;
+
+  (void)state;
+  write_file("#613a62:0102\n#00ff:0304\n");
+  assert_key("a:b", "\x01\x02", 2);
+  assert_int_equal(tls_psk_lookup_key(path, (const unsigned char *)"\x00\xff", 2, &key), 0);
+  assert_int_equal(key.size, 2);
+  assert_memory_equal(key.data, "\x03\x04", 2);
+  gnutls_free(key.data);
+  assert_int_equal(lookup("#613a62", &key), -ESRCH); /* the name as written is not the user */
+}
+
+/* A key line longer than any stdio buffer is read whole (lines are not cut at 1 KiB). */
+static void test_lookup_long_key(void **state)
+{
+  char text[8192], want[2048];
+
+  (void)state;
+  strcpy(text, "big:");
+  for (unsigned i = 0; i < sizeof want; i++) {
+    want[i] = (char)(i * 7);
+    sprintf(text + 4 + 2 * i, "%02x", (unsigned char)want[i]);
+  }
+  strcat(text, "\n");
+  write_file(text);
+  assert_key("big", want, sizeof want);
 }
 
 static void test_lookup_skips_malformed_lines_and_reads_the_file_again(void **state)
@@ -89,20 +120,26 @@ static void test_lookup_skips_malformed_lines_and_reads_the_file_again(void **st
 
   (void)state;
   write_file("carol:0\ncarol:zz\ncarol 00\n");
-  assert_int_equal(lookup("carol", &key), -ENOENT);
+  assert_int_equal(lookup("carol", &key), -ESRCH);
   write_file("carol:0\ncarol:1234\n"); /* changed since the last lookup */
   assert_key("carol", "\x12\x34", 2);
 }
 
-static void test_lookup_of_a_missing_file_is_its_errno(void **state)
+/* A file that cannot be read is its errno, never "no such user" (-ESRCH): the server then
+ * logs the file, not an unknown user (helper-33). */
+static void test_lookup_of_an_unreadable_file_is_its_errno(void **state)
 {
   gnutls_datum_t key;
+  char through[96];
 
   (void)state;
+  write_file("alice:00ff\n");
+  snprintf(through, sizeof through, "%s/x", path); /* a path through a regular file */
+  assert_int_equal(tls_psk_lookup_key(through, (const unsigned char *)"alice", 5, &key),
+                   -ENOTDIR);
+  assert_int_equal(tls_psk_lookup_key("/tmp", (const unsigned char *)"alice", 5, &key), -EISDIR);
   unlink(path);
-  assert_int_equal(lookup("alice", &key), -ENOENT); /* no file: no user either */
-  assert_int_equal(tls_psk_lookup("/proc/self/nonexistent/x", (const unsigned char *)"a", 1, &key),
-                   -ENOENT);
+  assert_int_equal(lookup("alice", &key), -ENOENT);
 }
 
 static void test_check_file_names_the_bad_line(void **state)
@@ -130,7 +167,10 @@ int main(void)
     cmocka_unit_test_setup_teardown(test_lookup_matches_whole_names_only, setup, teardown),
     cmocka_unit_test_setup_teardown(test_lookup_skips_malformed_lines_and_reads_the_file_again,
                                     setup, teardown),
-    cmocka_unit_test_setup_teardown(test_lookup_of_a_missing_file_is_its_errno, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_lookup_of_an_unreadable_file_is_its_errno, setup,
+                                    teardown),
+    cmocka_unit_test_setup_teardown(test_lookup_hex_usernames, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_lookup_long_key, setup, teardown),
     cmocka_unit_test_setup_teardown(test_check_file_names_the_bad_line, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
