@@ -201,15 +201,20 @@ int listen_open_unix(struct listener *l, const char *path)
   return 0;
 }
 
+/* The connection's name in the log: ADDR:PORT for TCP; for a Unix socket, which has no
+ * peer address, the socket's path and the connection's number since start-up (the fd
+ * would be reused by the next connection and name two clients alike). Accept thread. */
 static void peer_name(int fd, const struct listener *l, char *out, size_t size)
 {
+  static unsigned long unix_conns;
   struct sockaddr_storage ss;
   socklen_t len = sizeof ss;
   char addr[INET6_ADDRSTRLEN] = "?";
 
   if (l->unix_path != NULL) {
     char shown[LOG_SHOWN_MAX];
-    snprintf(out, size, "unix:%s#%d", log_escape_str(shown, sizeof shown, l->unix_path), fd);
+    snprintf(out, size, "unix:%s#%lu", log_escape_str(shown, sizeof shown, l->unix_path),
+             ++unix_conns);
     return;
   }
   if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0) {
