@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,22 +22,29 @@ static void dir_of(const char *path, char *dir, size_t size)
   snprintf(dir, size, "%s", dirname(copy));
 }
 
+/* Where `path` points, for a name that may not exist yet: its directory made canonical,
+ * then its last component. Returns false when the directory cannot be resolved. */
+static bool place_of(const char *path, char *out, size_t size)
+{
+  char dir[PATH_MAX], real[PATH_MAX], copy[PATH_MAX];
+
+  dir_of(path, dir, sizeof dir);
+  snprintf(copy, sizeof copy, "%s", path);
+  return realpath(dir, real) != NULL &&
+         snprintf(out, size, "%s/%s", real, basename(copy)) < (int)size;
+}
+
 /* True when `a` and `b` name the same place: the same inode when both exist, else the
- * same canonical directory and the same last component (a socket not created yet). */
+ * same place_of (a socket not created yet). */
 static bool same_place(const char *a, const char *b)
 {
   struct stat sa, sb;
-  char da[PATH_MAX], db[PATH_MAX], ra[PATH_MAX], rb[PATH_MAX], ca[PATH_MAX], cb[PATH_MAX];
+  char pa[PATH_MAX], pb[PATH_MAX];
 
   if (stat(a, &sa) == 0 && stat(b, &sb) == 0) {
     return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
   }
-  dir_of(a, da, sizeof da);
-  dir_of(b, db, sizeof db);
-  snprintf(ca, sizeof ca, "%s", a);
-  snprintf(cb, sizeof cb, "%s", b);
-  return realpath(da, ra) != NULL && realpath(db, rb) != NULL && strcmp(ra, rb) == 0 &&
-         strcmp(basename(ca), basename(cb)) == 0;
+  return place_of(a, pa, sizeof pa) && place_of(b, pb, sizeof pb) && strcmp(pa, pb) == 0;
 }
 
 /* True when the regular file at `path` is empty or holds a number and an optional newline:
@@ -81,10 +89,11 @@ int pid_file_check(const char *path, const char *image, const char *socket_path,
     snprintf(err, errlen, "--pid-file %s: %s", shown, strerror(ENAMETOOLONG));
     return -ENAMETOOLONG;
   }
-  if ((image != NULL && same_place(path, image)) ||
-      (socket_path != NULL && same_place(path, socket_path))) {
-    snprintf(err, errlen, "--pid-file %s: that is the %s being served", shown,
-             image != NULL && same_place(path, image) ? "image" : "socket");
+  const char *taken = image != NULL && same_place(path, image)              ? "image"
+                      : socket_path != NULL && same_place(path, socket_path) ? "socket"
+                                                                             : NULL;
+  if (taken != NULL) {
+    snprintf(err, errlen, "--pid-file %s: that is the %s being served", shown, taken);
     return -EEXIST;
   }
   if (lstat(path, &st) == 0) {
@@ -117,9 +126,8 @@ int pid_file_write(struct pid_file *pf, const char *path)
   struct stat st;
   int fd, n, rc = 0;
 
-  pf->written = false;
-  if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp ||
-      snprintf(pf->path, sizeof pf->path, "%s", path) >= (int)sizeof pf->path) {
+  pf->path = NULL;
+  if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp) {
     return -ENAMETOOLONG;
   }
   fd = mkostemp(tmp, O_CLOEXEC); /* a new name: an existing PATH.tmp is not touched */
@@ -142,9 +150,9 @@ int pid_file_write(struct pid_file *pf, const char *path)
     unlink(tmp);
     return rc;
   }
+  pf->path = path;
   pf->dev = st.st_dev;
   pf->ino = st.st_ino;
-  pf->written = true;
   return 0;
 }
 
@@ -152,7 +160,7 @@ void pid_file_remove(const struct pid_file *pf)
 {
   struct stat st;
 
-  if (pf->written && lstat(pf->path, &st) == 0 && st.st_dev == pf->dev &&
+  if (pf->path != NULL && lstat(pf->path, &st) == 0 && st.st_dev == pf->dev &&
       st.st_ino == pf->ino) {
     unlink(pf->path);
   }

@@ -7,16 +7,14 @@
 #ifndef DISKGATE_SERVER_PID_FILE_H
 #define DISKGATE_SERVER_PID_FILE_H
 
-#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
 struct pid_file {
-  char path[PATH_MAX];
-  dev_t dev; /* of the file written, to recognise it at exit */
+  const char *path; /* as given to pid_file_write (not copied); NULL: nothing written */
+  dev_t dev;        /* of the file written, to recognise it at exit */
   ino_t ino;
-  bool written;
 };
 
 /* Checks `path` as a --pid-file for a server of `image` (the PATH served; may be NULL or a
@@ -31,7 +29,8 @@ int pid_file_check(const char *path, const char *image, const char *socket_path,
 
 /* Writes getpid() and a newline to `path` (mode 0644, as daemons' pid files are, whatever
  * the umask) through a new temporary file in the same directory, renamed over it, and
- * records it in *pf. Returns 0 or -errno (nothing is left behind then). */
+ * records it in *pf, which keeps `path` (it must outlive *pf: argv does). Returns 0 or
+ * -errno (nothing is left behind then). */
 int pid_file_write(struct pid_file *pf, const char *path);
 
 /* Removes the pid file if `path` still names the very file pid_file_write wrote (another

@@ -459,7 +459,7 @@ static int open_listeners(const struct serve_config *cfg, struct listener *ls, s
 int serve_main(int argc, char **argv)
 {
   struct serve_config cfg = {0};
-  static struct pid_file pid_file; /* PATH_MAX inside: off the stack */
+  struct pid_file pid_file = {0};
   struct server server;
   struct listener ls[LISTEN_MAX];
   struct engine *engine = NULL;
