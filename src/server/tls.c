@@ -64,10 +64,9 @@
 #define TLS_BYE_TIMEOUT_S 2
 
 enum psk_user_state {
-  PSK_USER_NONE,       /* no PSK lookup (yet) */
-  PSK_USER_FOUND,      /* the user is in the file */
-  PSK_USER_UNKNOWN,    /* not in the file: given a random key */
-  PSK_USER_FILE_ERROR, /* the file could not be read (logged) */
+  PSK_USER_NONE,    /* no PSK lookup, or the file could not be read (logged) */
+  PSK_USER_FOUND,   /* the user is in the file */
+  PSK_USER_UNKNOWN, /* not in the file: given a random key */
 };
 
 struct tls_session {
@@ -87,7 +86,6 @@ static struct {
   gnutls_certificate_credentials_t x509;  /* or NULL */
   gnutls_psk_server_credentials_t psk;    /* or NULL */
   char *psk_path;                         /* --tls-psk FILE, read at each handshake */
-  char psk_path_shown[LOG_SHOWN_MAX];     /* the same, escaped for the log */
   bool verify_clients;                    /* ca-cert.pem present */
   char describe[160];
 } tls_cfg;
@@ -230,8 +228,9 @@ static int psk_key_for_user(gnutls_session_t session, const gnutls_datum_t *user
     return 0;
   }
   if (rc != -ESRCH) {
-    s->psk_user_state = PSK_USER_FILE_ERROR;
-    log_error("TLS: reading the PSK file %s: %s", tls_cfg.psk_path_shown,
+    char shown[LOG_SHOWN_MAX];
+    log_error("TLS: reading the PSK file %s: %s",
+              log_escape_str(shown, sizeof shown, tls_cfg.psk_path),
               rc == -EFBIG ? "larger than 1 MiB" : strerror(-rc));
     return -1;
   }
@@ -257,7 +256,6 @@ static int load_psk(const char *path, char *err, size_t errlen)
     return rc;
   }
   tls_cfg.psk_path = strdup(path);
-  log_escape_str(tls_cfg.psk_path_shown, sizeof tls_cfg.psk_path_shown, path);
   if (tls_cfg.psk_path == NULL || gnutls_psk_allocate_server_credentials(&tls_cfg.psk) < 0) {
     snprintf(err, errlen, "out of memory");
     return -ENOMEM;
@@ -459,8 +457,10 @@ int tls_session_start(int fd, unsigned timeout_s, const char *peer, struct tls_s
     } else if (s->psk_user_state == PSK_USER_UNKNOWN) {
       log_info("%s: TLS handshake failed: unknown PSK user '%s'", peer, s->psk_user);
     } else if (s->psk_user_state == PSK_USER_FOUND) {
+      char shown[LOG_SHOWN_MAX];
       log_info("%s: TLS handshake failed for PSK user '%s' (not the key in %s?): %s", peer,
-               s->psk_user, tls_cfg.psk_path_shown, gnutls_strerror(rc));
+               s->psk_user, log_escape_str(shown, sizeof shown, tls_cfg.psk_path),
+               gnutls_strerror(rc));
     } else {
       log_info("%s: TLS handshake failed: %s", peer, gnutls_strerror(rc));
     }

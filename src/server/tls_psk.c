@@ -1,6 +1,7 @@
 /* tls_psk.c: see tls_psk.h. */
 #include "server/tls_psk.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -22,7 +23,7 @@ struct psk_line {
 static bool all_hex(const char *s, size_t n)
 {
   for (size_t i = 0; i < n; i++) {
-    if (strchr("0123456789abcdefABCDEF", s[i]) == NULL || s[i] == '\0') {
+    if (!isxdigit((unsigned char)s[i])) {
       return false;
     }
   }
@@ -59,15 +60,15 @@ static void buf_wipe(char *buf, size_t len)
   }
 }
 
-/* Reads the whole file into a new NUL-terminated buffer of TLS_PSK_FILE_MAX + 1 bytes
- * (*len bytes before the NUL). Returns 0, or -errno with *buf NULL; the caller passes the
- * buffer to buf_wipe. */
+/* Reads the whole file into a new NUL-terminated buffer sized by the file (*len bytes
+ * before the NUL). Returns 0, or -errno with *buf NULL (-EAGAIN when the file grew while
+ * read); the caller passes the buffer to buf_wipe. */
 static int psk_file_read(const char *path, char **buf, size_t *len)
 {
   struct stat st;
-  size_t got = 0;
+  size_t got = 0, cap = 0;
   int rc = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO put there: no wait */
 
   *buf = NULL;
   if (fd < 0) {
@@ -81,11 +82,11 @@ static int psk_file_read(const char *path, char **buf, size_t *len)
     rc = -EINVAL;
   } else if ((uint64_t)st.st_size > TLS_PSK_FILE_MAX) {
     rc = -EFBIG;
-  } else if ((*buf = malloc(TLS_PSK_FILE_MAX + 1)) == NULL) {
+  } else if ((*buf = malloc((cap = (size_t)st.st_size + 1))) == NULL) {
     rc = -ENOMEM;
   }
-  while (rc == 0) {
-    ssize_t n = read(fd, *buf + got, TLS_PSK_FILE_MAX + 1 - got);
+  while (rc == 0) { /* one byte more than fstat said, to see the end */
+    ssize_t n = read(fd, *buf + got, cap - got);
     if (n < 0 && errno == EINTR) {
       continue;
     }
@@ -93,8 +94,8 @@ static int psk_file_read(const char *path, char **buf, size_t *len)
       rc = -errno;
     } else if (n == 0) {
       break;
-    } else if ((got += (size_t)n) > TLS_PSK_FILE_MAX) {
-      rc = -EFBIG; /* it grew since fstat */
+    } else if ((got += (size_t)n) == cap) {
+      rc = -EAGAIN; /* it grew since fstat: the next handshake reads it again */
     }
   }
   close(fd);

@@ -24,7 +24,8 @@ int tls_psk_check_file(const char *path, char *err, size_t errlen);
  * `path`. Returns 0 and the key in *key (its bytes allocated with gnutls_malloc, for GnuTLS
  * to free, as gnutls_psk_server_credentials_function2 requires); -ESRCH when no line names
  * the user (malformed lines are skipped: tls_psk_check_file vetted the file at start-up);
- * -errno when the file cannot be read (-ENOENT, -EACCES, -EFBIG, ...); -ENOMEM. */
+ * -errno when the file cannot be read (-ENOENT, -EACCES, -EFBIG, -EAGAIN when it changed
+ * while read, ...); -ENOMEM. */
 int tls_psk_lookup_key(const char *path, const unsigned char *user, size_t user_len,
                        gnutls_datum_t *key);
 
