@@ -7,7 +7,7 @@
 #  - read-only diskgate first: QEMU readers open the image; QEMU writers do not; a second
 #    read-only diskgate starts; a writable diskgate does not (exit 2);
 #  - a QEMU writer first: neither a read-only nor a writable diskgate starts (exit 2), as
-#    `qemu-img info` refuses an image in use without -U;
+#    qemu-io -r and qemu-nbd -r refuse an image in use without -U;
 #  - a QEMU reader (qemu-nbd -r) first: a read-only diskgate starts;
 #  - a writable diskgate: no QEMU user opens the image, not even a reader;
 #  - --read-only --force-share (QEMU's -U): only "consistent read" is held, so it starts
@@ -64,7 +64,7 @@ dg_start "$img"
 if qemu_io -r -c 'read 0 512'; then fail "qemu-io -r opened an image a writable diskgate serves"; fi
 dg_stop
 
-# 5. --read-only --force-share: no image lock
+# 5. --read-only --force-share: only QEMU's "consistent read" byte
 qemu-nbd -t -f raw -k "$T/w5.sock" "$img" 2>"$T/qw5.err" & qw=$!
 DG_PIDS+=("$qw")   # -t: it stays until killed, also when a check fails
 wait_until 5 test -S "$T/w5.sock" || { cat "$T/qw5.err" >&2; fail "qemu-nbd (writable) did not start"; }
@@ -87,4 +87,4 @@ h.shutdown()
 PY
 kill "$bg" 2>/dev/null || true; wait "$bg" 2>/dev/null || true
 
-pass "image locks with QEMU: read-only diskgate shares with QEMU readers, not writers; writable excludes all; --force-share takes none"
+pass "image locks with QEMU: read-only diskgate shares with QEMU readers, not writers; writable excludes all; --force-share shares with writers"
