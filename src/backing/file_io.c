@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -306,8 +307,23 @@ static ssize_t trim_zero_call(void *arg)
   return rc < 0 ? rc : sync_for_fua(fb, op);
 }
 
+/* Where a hole that SEEK_DATA found to run to the end of the file (ENXIO) stops reading
+ * as zeroes: the file's size now, which is below the export's size when the file was
+ * truncated while served (reads there fail with EIO, so they are not reported as zeroes).
+ * Block devices, whose st_size is 0, and a failed fstat give UINT64_MAX (no limit). */
+static uint64_t file_end_now(const struct file_backing *fb)
+{
+  struct stat st;
+
+  if (fb->is_block || fstat(fb->fd_buffered, &st) < 0 || !S_ISREG(st.st_mode)) {
+    return UINT64_MAX;
+  }
+  return (uint64_t)st.st_size;
+}
+
 /* The allocation map of [offset, offset+length) from SEEK_DATA/SEEK_HOLE: holes read as
- * zeroes (HOLE|ZERO), data is reported as allocated with unknown contents. */
+ * zeroes (HOLE|ZERO), data is reported as allocated with unknown contents, and so is
+ * anything past the file's current end (a file truncated while served). */
 static ssize_t extents_call(void *arg)
 {
   struct backing_op *op = arg;
@@ -322,8 +338,19 @@ static ssize_t extents_call(void *arg)
     if (data < 0 && errno != ENXIO) {
       break; /* no map here: what is reported so far stands, the rest is data */
     }
-    if (data < 0 || (uint64_t)data > off) { /* a hole, up to the data or the end */
-      stop = data < 0 || (uint64_t)data > end ? end : (uint64_t)data;
+    if (data < 0) { /* no data from off to the end of the file */
+      uint64_t eof = file_end_now(fb);
+      if (off >= eof) { /* past the end of a shrunk file: data (reads fail there) */
+        ex[n++] = (struct backing_extent){end - off, 0};
+        break;
+      }
+      stop = eof < end ? eof : end;
+      ex[n++] = (struct backing_extent){stop - off, BACKING_EXTENT_HOLE | BACKING_EXTENT_ZERO};
+      off = stop;
+      continue;
+    }
+    if ((uint64_t)data > off) { /* a hole, up to the data or the end */
+      stop = (uint64_t)data > end ? end : (uint64_t)data;
       ex[n++] = (struct backing_extent){stop - off, BACKING_EXTENT_HOLE | BACKING_EXTENT_ZERO};
       off = stop;
       continue;

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# A backing file truncated shorter while it is served (a tester found this): READ past the
+# file's new end fails with EIO, so BLOCK_STATUS must not report that range as a hole that
+# reads as zeroes (base:allocation, NBD_STATE_HOLE|NBD_STATE_ZERO; doc/proto.md "Metadata
+# querying"). Before the fix it did: SEEK_DATA's ENXIO past the end was taken for a hole.
+# The part of the export still inside the file keeps its map; growing the file back to the
+# export's size makes the tail a hole that reads as zeroes again. For --cache writeback
+# and --cache direct.
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/../lib.sh"
+export PYTHONDONTWRITEBYTECODE=1   # no __pycache__ in the source tree
+
+img=$T/shrink.img
+for cache in writeback direct; do
+  rm -f "$img"
+  truncate -s 1M "$img"
+  # 64 KiB of data at the start, the rest a hole
+  head -c 65536 /dev/urandom | dd of="$img" conv=notrunc status=none
+  dg_start --cache "$cache" "$img"
+  PYTHONPATH=$HERE $PY - "$DG_UNIX" "$img" "$cache" <<'PY' || { cat "$DG_LOG" >&2; fail "shrunk backing, --cache $cache"; }
+import os, sys, errno, nbd
+from nbdcase import connect, expect_err
+uri, img, cache = sys.argv[1], sys.argv[2], sys.argv[3]
+K = 1024
+HOLE, ZERO = nbd.STATE_HOLE, nbd.STATE_ZERO
+
+h = nbd.NBD()
+h.add_meta_context(nbd.CONTEXT_BASE_ALLOCATION)
+h.connect_uri(uri)
+assert h.can_meta_context(nbd.CONTEXT_BASE_ALLOCATION)
+
+def extents(off, length):
+    """[(start, length, flags)] covering [off, off+length), asking again after short replies."""
+    out, end = [], off + length
+    while off < end:
+        got = []
+        def cb(ctx, start, entries, err):
+            assert ctx == nbd.CONTEXT_BASE_ALLOCATION
+            pos = start
+            for i in range(0, len(entries), 2):
+                got.append((pos, entries[i], entries[i + 1]))
+                pos += entries[i]
+            return 0
+        h.block_status(end - off, off, cb)
+        assert got and got[0][0] == off, f"block status at {off}: {got}"
+        for s, n, f in got:
+            if s >= end:
+                break
+            n = min(n, end - s)
+            out.append((s, n, f))
+            off = s + n
+    return out
+
+def flags_over(ext, lo, hi):
+    """The set of flags reported anywhere in [lo, hi)."""
+    return {f for s, n, f in ext if s < hi and s + n > lo}
+
+size = h.get_size()
+assert size == 1024 * K
+
+# before: data at the start, then a hole that reads as zeroes to the end of the export
+ext = extents(0, size)
+assert flags_over(ext, 0, 64 * K) == {0}, f"{cache}: the data: {ext}"
+assert flags_over(ext, 64 * K, size) == {HOLE | ZERO}, f"{cache}: the hole: {ext}"
+assert h.pread(4 * K, size - 4 * K) == bytes(4 * K)
+
+# the file shrinks to 512 KiB under the server
+os.truncate(img, 512 * K)
+expect_err(errno.EIO, f"{cache}: READ past the file's new end", h.pread, 4 * K, 768 * K)
+ext = extents(0, size)
+assert flags_over(ext, 0, 64 * K) == {0}, f"{cache}: the data after the shrink: {ext}"
+assert flags_over(ext, 64 * K, 512 * K) == {HOLE | ZERO}, \
+    f"{cache}: the hole inside the file after the shrink: {ext}"
+past = flags_over(ext, 512 * K, size)
+assert all(f & ZERO == 0 and f & HOLE == 0 for f in past), \
+    f"{cache}: past the file's end reported as {past} (reads there fail): {ext}"
+# asked from inside the hole, and from past the end
+ext = extents(256 * K, 512 * K)
+assert flags_over(ext, 256 * K, 512 * K) == {HOLE | ZERO}, f"{cache}: from 256K: {ext}"
+assert all(f & ZERO == 0 for f in flags_over(ext, 512 * K, 768 * K)), f"{cache}: from 256K: {ext}"
+ext = extents(640 * K, 64 * K)
+assert all(f & ZERO == 0 for f in flags_over(ext, 640 * K, 704 * K)), f"{cache}: from 640K: {ext}"
+# reads inside the file still work
+assert h.pread(4 * K, 256 * K) == bytes(4 * K)
+
+# grown back: the tail is a hole that reads as zeroes again
+os.truncate(img, size)
+assert h.pread(4 * K, 768 * K) == bytes(4 * K)
+ext = extents(0, size)
+assert flags_over(ext, 64 * K, size) == {HOLE | ZERO}, f"{cache}: grown back: {ext}"
+h.shutdown()
+PY
+  dg_stop
+done
+pass "a backing file shrunk while served: past its end READ is EIO and BLOCK_STATUS is not zero"
