@@ -203,6 +203,12 @@ int bench_cli_parse(int argc, char **argv, struct bench_opts *opts, FILE *out, F
   opterr = 0;
   optind = 0; /* full re-initialisation, so the parser can run more than once (tests) */
   while ((c = getopt_long(argc, argv, ":", long_opts, NULL)) != -1) {
+    char vmsg[512];
+    if (c != '?' && c != ':' &&
+        cli_value_option_error(long_opts, argv, optind, optarg, c, vmsg, sizeof vmsg) != NULL) {
+      fprintf(err, "diskgate bench: %s (see --help)\n", vmsg); /* --dir --keep: no DIR */
+      return -EINVAL;
+    }
     switch (c) {
     case OPT_PROFILE:
       profile = optarg;

@@ -168,6 +168,11 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
   opterr = 0;
   optind = 1;
   while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    char vmsg[512];
+    if (c != '?' && c != ':' &&
+        cli_value_option_error(longopts, argv, optind, optarg, c, vmsg, sizeof vmsg) != NULL) {
+      return bad_usage_text(vmsg); /* `--export --read-only`: the name was forgotten */
+    }
     switch (c) {
     case OPT_EXPORT:
       if (cfg->export_name != NULL) {

@@ -8,15 +8,41 @@
 
 #include "util/log.h"
 
+/* Looks up "--NAME" or "--NAME=VALUE" (arg) by NAME in longopts, as getopt_long does: an
+ * exact name wins, else every option NAME abbreviates counts. Sets *len to NAME's length
+ * and *eq to the '=' (or NULL); returns the number of matches (0 when arg is not "--NAME"),
+ * and *found to the exact or only match. */
+static int long_lookup(const struct option *longopts, const char *arg, size_t *len,
+                       const char **eq, const struct option **found)
+{
+  bool is_long = strncmp(arg, "--", 2) == 0 && arg[2] != '\0';
+  int matches = 0;
+
+  *eq = is_long ? strchr(arg + 2, '=') : NULL;
+  *len = *eq != NULL ? (size_t)(*eq - (arg + 2)) : strlen(arg) - (is_long ? 2 : 0);
+  *found = NULL;
+  for (const struct option *o = longopts; is_long && o->name != NULL; o++) {
+    if (strncmp(o->name, arg + 2, *len) != 0) {
+      continue;
+    }
+    *found = o;
+    if (o->name[*len] == '\0') { /* an exact match wins over abbreviations */
+      return 1;
+    }
+    matches++;
+  }
+  return matches;
+}
+
 char *cli_option_error(const struct option *longopts, const char *arg, int short_opt, char *msg,
                        size_t size)
 {
-  const struct option *found = NULL;
+  const struct option *found;
   char shown[256];
   const char *eq;
   bool is_long;
   size_t len;
-  int matches = 0;
+  int matches;
 
   assert(longopts != NULL && msg != NULL && size > 0);
   if (short_opt != 0 && short_opt < 256) { /* values of 256 and up are long options' */
@@ -34,21 +60,8 @@ char *cli_option_error(const struct option *longopts, const char *arg, int short
   }
   /* "--NAME" or "--NAME=VALUE" is looked up by NAME; anything else matches no option */
   is_long = strncmp(arg, "--", 2) == 0 && arg[2] != '\0';
-  eq = is_long ? strchr(arg + 2, '=') : NULL;
-  len = eq != NULL ? (size_t)(eq - (arg + 2)) : strlen(arg) - (is_long ? 2 : 0);
+  matches = long_lookup(longopts, arg, &len, &eq, &found);
   log_escape(shown, sizeof shown, arg, (is_long ? 2 : 0) + len); /* one line, no value */
-  for (const struct option *o = longopts; is_long && o->name != NULL; o++) {
-    if (strncmp(o->name, arg + 2, len) != 0) {
-      continue;
-    }
-    if (o->name[len] == '\0') { /* an exact match wins over abbreviations */
-      found = o;
-      matches = 1;
-      break;
-    }
-    found = o;
-    matches++;
-  }
   if (matches == 0) {
     snprintf(msg, size, "unknown option '%s'", shown);
   } else if (matches > 1) {
@@ -70,5 +83,42 @@ char *cli_option_error(const struct option *longopts, const char *arg, int short
   } else {
     snprintf(msg, size, "option '%s' was refused", shown); /* not a case getopt_long refuses */
   }
+  return msg;
+}
+
+char *cli_value_option_error(const struct option *longopts, char *const argv[], int optind,
+                             const char *value, int opt, char *msg, size_t size)
+{
+  const struct option *named, *self = NULL;
+  const char *eq;
+  char shown[256], whole[256], full[128] = "";
+  size_t len;
+  int matches;
+
+  assert(longopts != NULL && argv != NULL && msg != NULL && size > 0);
+  /* only a value that getopt_long took from the next argument ("--NAME VALUE") */
+  if (value == NULL || optind < 1 || argv[optind - 1] != value) {
+    return NULL;
+  }
+  matches = long_lookup(longopts, value, &len, &eq, &named);
+  if (matches == 0) {
+    return NULL; /* not the name of an option, nor an abbreviation of one */
+  }
+  for (const struct option *o = longopts; o->name != NULL; o++) {
+    if (o->val == opt) {
+      self = o;
+      break;
+    }
+  }
+  assert(self != NULL);
+  if (matches > 1) {
+    snprintf(full, sizeof full, " (an abbreviation of options)");
+  } else if (named->name[len] != '\0') {
+    snprintf(full, sizeof full, " (--%s)", named->name);
+  }
+  log_escape(shown, sizeof shown, value, 2 + len);
+  log_escape_str(whole, sizeof whole, value);
+  snprintf(msg, size, "option '--%s' needs a value, not the option '%s'%s; write --%s=%s if "
+           "that is the value", self->name, shown, full, self->name, whole);
   return msg;
 }

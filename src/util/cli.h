@@ -22,4 +22,15 @@
 char *cli_option_error(const struct option *longopts, const char *arg, int short_opt, char *msg,
                        size_t size);
 
+/* For an option that takes a value: when getopt_long took that value from the next
+ * argument (argv[optind - 1] == value, as it is right after getopt_long returned `opt`) and
+ * the value is itself one of longopts ("--NAME", "--NAME=..." or an unambiguous
+ * abbreviation), as in `--export --read-only PATH` where the export's name was forgotten,
+ * writes into msg (at most size bytes, NUL-terminated, escaped) a line naming both, e.g.
+ * "option '--export' needs a value, and '--read-only' is an option (--export=--read-only
+ * sets it as the value)", and returns msg. Returns NULL when the value is fine: given as
+ * "--NAME=VALUE", or not an option's name. `opt` is the val of the option in longopts. */
+char *cli_value_option_error(const struct option *longopts, char *const argv[], int optind,
+                             const char *value, int opt, char *msg, size_t size);
+
 #endif

@@ -156,6 +156,9 @@ static void test_option_errors_name_the_fault(void **state)
     { "--r", "3", "option '--r' is ambiguous (--runs, --runtime" },
     { "--frobnicate=2", NULL, "unknown option '--frobnicate'" },
     { "--fo\x02o", NULL, "unknown option '--fo\\x02o'" }, /* escaped once, not twice */
+    /* a forgotten value: `--dir --keep` made a directory named "--keep" */
+    { "--dir", "--keep", "diskgate bench: option '--dir' needs a value, not the option "
+                         "'--keep'; write --dir=--keep if that is the value (see --help)" },
   };
   struct bench_opts o;
   char err[512];

@@ -3,7 +3,8 @@
 # one line on stderr, and that line names the problem (the option, value or path at fault).
 # Cases: unknown long and short options, a value given to an option that takes none, an
 # ambiguous abbreviation, a repeated --listen/--socket/--export, --sync/--cache bogus,
-# --threads 0, --force-share without --read-only, an option without its value, missing PATH, two PATHs, a missing file, a
+# --threads 0, --force-share without --read-only, an option without its value, an option
+# whose value is forgotten (`--export --read-only`), missing PATH, two PATHs, a missing file, a
 # directory, a file already served by another diskgate, --listen 'bad::addr', a bare port, a
 # host that does not resolve, a port out of range, a Unix socket another diskgate is
 # accepting on. The first server keeps working afterwards.
@@ -35,6 +36,10 @@ bad bogus         "${L[@]}" --sync bogus "$T/a.img"
 bad --cache       "${L[@]}" --cache bogus "$T/a.img"
 bad --threads     "${L[@]}" --threads 0 "$T/a.img"
 bad "'--export' needs a value" "${L[@]}" --export
+# a forgotten value: the next option is not taken as it (it served a writable export named
+# "--read-only", or made a socket named "--read-only")
+bad "'--export' needs a value, not the option '--read-only'" "${L[@]}" --export --read-only "$T/a.img"
+bad "'--socket' needs a value, not the option '--read-only'" --listen "127.0.0.1:$port" --socket --read-only "$T/a.img"
 # each kind of refused option named as what it is (all three used to say "needs a value")
 bad "unknown option '-r'"       "${L[@]}" -r "$T/a.img"
 bad "'--read-only' takes no value" "${L[@]}" --read-only=yes "$T/a.img"

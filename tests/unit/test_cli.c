@@ -1,6 +1,7 @@
-/* test_cli.c: unit tests of cli_option_error (util/cli.h): the line that names what
- * getopt_long refused. The real parsers give it argv[optind - 1] and optopt; these cases
- * give the same values directly. */
+/* test_cli.c: unit tests of util/cli.h: cli_option_error (the line that names what
+ * getopt_long refused; the real parsers give it argv[optind - 1] and optopt, these cases
+ * give the same values directly) and cli_value_option_error (an option's value that is
+ * another option, as getopt_long leaves it in a real parse). */
 #include <getopt.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -106,6 +107,65 @@ static void test_message_is_cut_to_the_buffer(void **state)
   assert_memory_equal(msg, "option '--s' is", 15);
 }
 
+/* Parses argv with getopt_long until `want` is returned and gives cli_value_option_error
+ * what a parser has at that point; returns its message, or "" for NULL. */
+static const char *value_error(int argc, char **argv, int want, char *msg, size_t size)
+{
+  int c;
+
+  opterr = 0;
+  optind = 0; /* glibc: full re-initialisation */
+  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    if (c == want) {
+      const char *m = cli_value_option_error(opts, argv, optind, optarg, c, msg, size);
+      return m != NULL ? m : "";
+    }
+  }
+  fail_msg("getopt_long never returned %d", want);
+  return NULL;
+}
+
+static void test_value_that_is_an_option_is_refused(void **state)
+{
+  char msg[256];
+  char *a1[] = {"x", "--socket", "--read-only", "img", NULL};
+  char *a2[] = {"x", "--socket", "--rea", "img", NULL};
+  char *a3[] = {"x", "--run", "--sync=full", "img", NULL};
+  char *a4[] = {"x", "--run", "--s", "img", NULL};
+
+  (void)state;
+  /* the forgotten value: `--socket --read-only img` took "--read-only" as the socket */
+  assert_string_equal(value_error(4, a1, OPT_SOCKET, msg, sizeof msg),
+                      "option '--socket' needs a value, not the option '--read-only'; "
+                      "write --socket=--read-only if that is the value");
+  assert_string_equal(value_error(4, a2, OPT_SOCKET, msg, sizeof msg),
+                      "option '--socket' needs a value, not the option '--rea' (--read-only); "
+                      "write --socket=--rea if that is the value");
+  assert_string_equal(value_error(4, a3, OPT_RUN, msg, sizeof msg),
+                      "option '--run' needs a value, not the option '--sync'; "
+                      "write --run=--sync=full if that is the value");
+  assert_string_equal(value_error(4, a4, OPT_RUN, msg, sizeof msg),
+                      "option '--run' needs a value, not the option '--s' (an abbreviation of "
+                      "options); write --run=--s if that is the value");
+}
+
+static void test_value_that_is_not_an_option_is_fine(void **state)
+{
+  char msg[256];
+  char *a1[] = {"x", "--socket=--read-only", "img", NULL}; /* asked for in so many words */
+  char *a2[] = {"x", "--socket", "--bogus", "img", NULL};  /* no such option */
+  char *a3[] = {"x", "--socket", "-r", "img", NULL};       /* short: not options here */
+  char *a4[] = {"x", "--socket", "/tmp/--read-only", "img", NULL};
+  char *a5[] = {"x", "--socket", "--", "img", NULL};
+
+  (void)state;
+  assert_string_equal(value_error(3, a1, OPT_SOCKET, msg, sizeof msg), "");
+  assert_string_equal(value_error(4, a2, OPT_SOCKET, msg, sizeof msg), "");
+  assert_string_equal(value_error(4, a3, OPT_SOCKET, msg, sizeof msg), "");
+  assert_string_equal(value_error(4, a4, OPT_SOCKET, msg, sizeof msg), "");
+  assert_string_equal(value_error(4, a5, OPT_SOCKET, msg, sizeof msg), "");
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -118,6 +178,8 @@ int main(void)
     cmocka_unit_test(test_ambiguous_abbreviation_lists_the_candidates),
     cmocka_unit_test(test_unknown_long_option_without_its_value),
     cmocka_unit_test(test_message_is_cut_to_the_buffer),
+    cmocka_unit_test(test_value_that_is_an_option_is_refused),
+    cmocka_unit_test(test_value_that_is_not_an_option_is_fine),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
