@@ -271,6 +271,39 @@ static int block_trim_zero(struct file_backing *fb, uint64_t off, uint64_t len, 
   return rc;
 }
 
+/* The file's size now: below the export's size when the file was truncated while served
+ * (reads past it fail with EIO). Block devices, whose st_size is 0, and a failed fstat
+ * give UINT64_MAX (no end). */
+static uint64_t file_end_now(const struct file_backing *fb)
+{
+  struct stat st;
+
+  if (fb->is_block || fstat(fb->fd_buffered, &st) < 0 || !S_ISREG(st.st_mode)) {
+    return UINT64_MAX;
+  }
+  return (uint64_t)st.st_size;
+}
+
+/* After WRITE_ZEROES of a file up to `end` (bytes): fallocate with KEEP_SIZE leaves a file
+ * truncated shorter while served as it is, and reads of the zeroed range past its end
+ * would fail although the request succeeded (spec: "Write zeroes": reads return zeroes).
+ * Grows the file to `end` the way a WRITE there does, without ever shrinking it (a size
+ * fallocate, else one zero byte at end - 1, inside the zeroed range, which the fence
+ * keeps other writes away from). Returns 0 or -errno. */
+static int zeroes_reach_end(struct file_backing *fb, uint64_t end)
+{
+  if (file_end_now(fb) >= end) {
+    return 0;
+  }
+  if (fallocate(fb->fd_buffered, 0, (off_t)(end - 1), 1) == 0) {
+    return 0;
+  }
+  if (!not_supported(errno)) {
+    return -errno;
+  }
+  return fdio_pwrite_full(fb->fd_buffered, "", 1, end - 1);
+}
+
 static ssize_t trim_zero_call(void *arg)
 {
   struct backing_op *op = arg;
@@ -303,60 +336,59 @@ static ssize_t trim_zero_call(void *arg)
         rc = write_zeroes_plain(fb, off, len);
       }
     }
+    if (rc == 0) {
+      rc = zeroes_reach_end(fb, off + len);
+    }
   }
   return rc < 0 ? rc : sync_for_fua(fb, op);
 }
 
-/* Where a hole that SEEK_DATA found to run to the end of the file (ENXIO) stops reading
- * as zeroes: the file's size now, which is below the export's size when the file was
- * truncated while served (reads there fail with EIO, so they are not reported as zeroes).
- * Block devices, whose st_size is 0, and a failed fstat give UINT64_MAX (no limit). */
-static uint64_t file_end_now(const struct file_backing *fb)
+/* Where the map may report holes that read as zeroes: the file's size rounded down to the
+ * logical block size when the file was truncated shorter than the export while served
+ * (reads past its end fail with EIO, and extent lengths must stay multiples of the minimum
+ * block size: spec "BLOCK_STATUS" extents), else no limit (UINT64_MAX). */
+static uint64_t zero_limit(const struct file_backing *fb)
 {
-  struct stat st;
+  uint64_t eof = file_end_now(fb), lbs = fb->base.geo.logical_block_size;
 
-  if (fb->is_block || fstat(fb->fd_buffered, &st) < 0 || !S_ISREG(st.st_mode)) {
+  if (eof >= fb->base.geo.size) {
     return UINT64_MAX;
   }
-  return (uint64_t)st.st_size;
+  return lbs > 1 ? bytes_align_down(eof, lbs) : eof;
 }
 
 /* The allocation map of [offset, offset+length) from SEEK_DATA/SEEK_HOLE: holes read as
  * zeroes (HOLE|ZERO), data is reported as allocated with unknown contents, and so is
- * anything past the file's current end (a file truncated while served). */
+ * everything from zero_limit on (a file truncated while served). */
 static ssize_t extents_call(void *arg)
 {
   struct backing_op *op = arg;
   struct file_backing *fb = (struct file_backing *)op->owner;
   struct backing_extent *ex = op->buf;
   uint64_t off = op->offset, end = op->offset + op->length;
+  uint64_t zlimit = zero_limit(fb);
   uint32_t n = 0;
 
   while (off < end && n < op->extent_max) {
-    off_t data = lseek(fb->fd_buffered, (off_t)off, SEEK_DATA);
     uint64_t stop;
+    if (off >= zlimit) { /* past the end of a shrunk file: data (reads fail there) */
+      ex[n++] = (struct backing_extent){end - off, 0};
+      break;
+    }
+    off_t data = lseek(fb->fd_buffered, (off_t)off, SEEK_DATA);
     if (data < 0 && errno != ENXIO) {
       break; /* no map here: what is reported so far stands, the rest is data */
     }
-    if (data < 0) { /* no data from off to the end of the file */
-      uint64_t eof = file_end_now(fb);
-      if (off >= eof) { /* past the end of a shrunk file: data (reads fail there) */
-        ex[n++] = (struct backing_extent){end - off, 0};
-        break;
-      }
-      stop = eof < end ? eof : end;
-      ex[n++] = (struct backing_extent){stop - off, BACKING_EXTENT_HOLE | BACKING_EXTENT_ZERO};
-      off = stop;
-      continue;
-    }
-    if ((uint64_t)data > off) { /* a hole, up to the data or the end */
-      stop = (uint64_t)data > end ? end : (uint64_t)data;
+    if (data < 0 || (uint64_t)data > off) { /* a hole, up to the data or the end */
+      stop = data < 0 || (uint64_t)data > end ? end : (uint64_t)data;
+      stop = stop > zlimit ? zlimit : stop;
       ex[n++] = (struct backing_extent){stop - off, BACKING_EXTENT_HOLE | BACKING_EXTENT_ZERO};
       off = stop;
       continue;
     }
     off_t hole = lseek(fb->fd_buffered, (off_t)off, SEEK_HOLE);
     stop = hole < 0 || (uint64_t)hole > end || (uint64_t)hole <= off ? end : (uint64_t)hole;
+    stop = stop >= zlimit ? end : stop; /* data up to the shrunk end runs on past it */
     ex[n++] = (struct backing_extent){stop - off, 0};
     off = stop;
   }

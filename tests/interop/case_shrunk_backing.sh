@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# A backing file truncated shorter while it is served (a tester found this): READ past the
-# file's new end fails with EIO, so BLOCK_STATUS must not report that range as a hole that
-# reads as zeroes (base:allocation, NBD_STATE_HOLE|NBD_STATE_ZERO; doc/proto.md "Metadata
-# querying"). Before the fix it did: SEEK_DATA's ENXIO past the end was taken for a hole.
+# A backing file truncated shorter while it is served (testers found these): READ past the
+# file's new end fails with EIO, so
+#  - BLOCK_STATUS must not report that range as a hole that reads as zeroes (base:allocation,
+#    NBD_STATE_HOLE|NBD_STATE_ZERO; doc/proto.md "Metadata querying"). It did: SEEK_DATA's
+#    ENXIO past the end was taken for a hole;
+#  - with the file cut at a size that is not a multiple of 512, every extent length stays a
+#    multiple of the minimum block size (a MUST of BLOCK_STATUS). The first fix reported a
+#    hole of 1000 bytes;
+#  - WRITE_ZEROES past the new end, replied to with success, reads back as zeroes (it did
+#    not: fallocate with KEEP_SIZE left the file short, and READ there failed with EIO).
 # The part of the export still inside the file keeps its map; growing the file back to the
-# export's size makes the tail a hole that reads as zeroes again. For --cache writeback
-# and --cache direct.
+# export's size makes the tail read as zeroes again. For --cache writeback and direct.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"
 export PYTHONDONTWRITEBYTECODE=1   # no __pycache__ in the source tree
@@ -64,32 +69,50 @@ assert flags_over(ext, 0, 64 * K) == {0}, f"{cache}: the data: {ext}"
 assert flags_over(ext, 64 * K, size) == {HOLE | ZERO}, f"{cache}: the hole: {ext}"
 assert h.pread(4 * K, size - 4 * K) == bytes(4 * K)
 
-# the file shrinks to 512 KiB under the server
-os.truncate(img, 512 * K)
+# the file shrinks to 512 KiB + 1000 bytes under the server (not a whole number of blocks)
+cut = 512 * K + 1000
+os.truncate(img, cut)
 expect_err(errno.EIO, f"{cache}: READ past the file's new end", h.pread, 4 * K, 768 * K)
+minimum = h.get_block_size(nbd.SIZE_MINIMUM)
+assert minimum == 512, f"{cache}: minimum block size {minimum}"
 ext = extents(0, size)
+bad = [(s, n, f) for s, n, f in ext if n % minimum]
+assert not bad, f"{cache}: extent lengths not multiples of {minimum}: {bad} in {ext}"
 assert flags_over(ext, 0, 64 * K) == {0}, f"{cache}: the data after the shrink: {ext}"
 assert flags_over(ext, 64 * K, 512 * K) == {HOLE | ZERO}, \
     f"{cache}: the hole inside the file after the shrink: {ext}"
-past = flags_over(ext, 512 * K, size)
+past = flags_over(ext, cut // minimum * minimum, size)  # from the block the end cuts
 assert all(f & ZERO == 0 and f & HOLE == 0 for f in past), \
     f"{cache}: past the file's end reported as {past} (reads there fail): {ext}"
 # asked from inside the hole, and from past the end
 ext = extents(256 * K, 512 * K)
 assert flags_over(ext, 256 * K, 512 * K) == {HOLE | ZERO}, f"{cache}: from 256K: {ext}"
-assert all(f & ZERO == 0 for f in flags_over(ext, 512 * K, 768 * K)), f"{cache}: from 256K: {ext}"
+assert all(f & ZERO == 0 for f in flags_over(ext, cut // minimum * minimum, 768 * K)), \
+    f"{cache}: from 256K: {ext}"
+assert all(n % minimum == 0 for s, n, f in ext), f"{cache}: from 256K: {ext}"
 ext = extents(640 * K, 64 * K)
 assert all(f & ZERO == 0 for f in flags_over(ext, 640 * K, 704 * K)), f"{cache}: from 640K: {ext}"
 # reads inside the file still work
 assert h.pread(4 * K, 256 * K) == bytes(4 * K)
 
-# grown back: the tail is a hole that reads as zeroes again
+# WRITE_ZEROES past the end succeeds and reads back as zeroes (punched, then with NO_HOLE)
+h.zero(64 * K, 768 * K)
+assert h.pread(64 * K, 768 * K) == bytes(64 * K), f"{cache}: WRITE_ZEROES past the end"
+assert os.stat(img).st_size >= 832 * K, f"{cache}: file size {os.stat(img).st_size}"
+h.zero(64 * K, 896 * K, nbd.CMD_FLAG_NO_HOLE)
+assert h.pread(64 * K, 896 * K) == bytes(64 * K), f"{cache}: NO_HOLE WRITE_ZEROES past the end"
+assert os.stat(img).st_size == 960 * K, f"{cache}: file size {os.stat(img).st_size}"
+# zeroing inside the file leaves its size as it is
+h.zero(4 * K, 60 * K)
+assert os.stat(img).st_size == 960 * K, f"{cache}: file size {os.stat(img).st_size}"
+
+# grown back: the tail reads as zeroes again, and is reported as a hole
 os.truncate(img, size)
-assert h.pread(4 * K, 768 * K) == bytes(4 * K)
+assert h.pread(4 * K, 1020 * K) == bytes(4 * K)
 ext = extents(0, size)
-assert flags_over(ext, 64 * K, size) == {HOLE | ZERO}, f"{cache}: grown back: {ext}"
+assert flags_over(ext, 960 * K, size) == {HOLE | ZERO}, f"{cache}: grown back: {ext}"
 h.shutdown()
 PY
   dg_stop
 done
-pass "a backing file shrunk while served: past its end READ is EIO and BLOCK_STATUS is not zero"
+pass "a backing file shrunk while served: READ past its end is EIO, BLOCK_STATUS there is not zero and stays aligned, WRITE_ZEROES there reads back"
