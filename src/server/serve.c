@@ -130,6 +130,29 @@ static int parse_unsigned(const char *text, unsigned min, unsigned max, unsigned
   return 0;
 }
 
+/* The line for an empty value of an option whose value names a file or a user, which an
+ * empty value cannot (`--socket ''` was taken for the working directory); NULL for the
+ * other options. */
+static const char *empty_value_error(int c)
+{
+  switch (c) {
+  case OPT_SOCKET:
+    return "--socket needs a path, not an empty name";
+  case OPT_PID_FILE:
+    return "--pid-file needs a path, not an empty name";
+  case OPT_TLS_CERTS:
+    return "--tls-certificates needs a directory, not an empty name";
+  case OPT_TLS_PSK:
+    return "--tls-psk needs a path, not an empty name";
+  case OPT_CEPH_CONF:
+    return "--ceph-conf needs a path, not an empty name";
+  case OPT_CEPH_ID:
+    return "--ceph-id needs a Ceph user name, not an empty one";
+  default:
+    return NULL;
+  }
+}
+
 /* Returns -1 to continue, or an exit status. */
 static int parse_args(int argc, char **argv, struct serve_config *cfg)
 {
@@ -172,6 +195,9 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
     if (c != '?' && c != ':' &&
         cli_value_option_error(longopts, argv, optind, optarg, c, vmsg, sizeof vmsg) != NULL) {
       return bad_usage_text(vmsg); /* `--export --read-only`: the name was forgotten */
+    }
+    if (optarg != NULL && *optarg == '\0' && empty_value_error(c) != NULL) {
+      return bad_usage_text(empty_value_error(c));
     }
     switch (c) {
     case OPT_EXPORT:

@@ -4,7 +4,7 @@
 # Cases: unknown long and short options, a value given to an option that takes none, an
 # ambiguous abbreviation, a repeated --listen/--socket/--export, --sync/--cache bogus,
 # --threads 0, --force-share without --read-only, an option without its value, an option
-# whose value is forgotten (`--export --read-only`), missing PATH, two PATHs, a missing file, a
+# whose value is forgotten (`--export --read-only`), an empty path or name, missing PATH, two PATHs, a missing file, a
 # directory, a file already served by another diskgate, --listen 'bad::addr', a bare port, a
 # host that does not resolve, a port out of range, a Unix socket another diskgate is
 # accepting on. The first server keeps working afterwards.
@@ -17,6 +17,19 @@ mkdir "$T/dir"
 port=$(free_port)
 L=(--socket "$T/bad.sock" --listen "127.0.0.1:$port")   # so nothing would use the defaults
 failures=0
+
+# no command at all, and an unknown one: one line too (it printed the 4-line usage)
+for args in "" "frobnicate"; do
+  rc=0
+  # shellcheck disable=SC2086 # the empty case is no argument at all
+  "$DISKGATE" $args >"$T/out" 2>"$T/err" || rc=$?
+  if [ "$rc" != 2 ] || [ -s "$T/out" ] || [ "$(wc -l <"$T/err")" != 1 ] ||
+     ! grep -q "command" "$T/err"; then
+    echo "FAIL: diskgate $args: exit $rc, want 2 and one line naming the command:" >&2
+    cat "$T/err" >&2
+    failures=$((failures + 1))
+  fi
+done
 
 # bad WORD ARGS...: expect exit 2, empty stdout, one stderr line containing WORD
 bad() {
@@ -40,6 +53,12 @@ bad "'--export' needs a value" "${L[@]}" --export
 # "--read-only", or made a socket named "--read-only")
 bad "'--export' needs a value, not the option '--read-only'" "${L[@]}" --export --read-only "$T/a.img"
 bad "'--socket' needs a value, not the option '--read-only'" --listen "127.0.0.1:$port" --socket --read-only "$T/a.img"
+# an empty path or name (--socket '' was taken for the working directory, "the path exists
+# and is not a socket")
+for opt in --socket --pid-file --tls-certificates --tls-psk --ceph-conf --ceph-id; do
+  bad "$opt needs a" --listen "127.0.0.1:$port" "$opt" '' "$T/a.img"
+  grep -q "not an empty" "$T/err" || { cat "$T/err" >&2; failures=$((failures + 1)); }
+done
 # each kind of refused option named as what it is (all three used to say "needs a value")
 bad "unknown option '-r'"       "${L[@]}" -r "$T/a.img"
 bad "'--read-only' takes no value" "${L[@]}" --read-only=yes "$T/a.img"
