@@ -48,7 +48,9 @@ uint32_t txn_check(struct conn *c, const struct nbd_export_limits *limits,
   if (error == NBD_SUCCESS && atomic_load(&c->server->stopping)) {
     error = NBD_ESHUTDOWN;
   }
-  if (error != NBD_SUCCESS) {
+  /* A payload too large to drop closes the connection with no reply: the caller logs
+   * that, and this line would claim a reply that is never sent. */
+  if (error != NBD_SUCCESS && *payload <= TXN_DRAIN_MAX) {
     log_msg(error == NBD_ESHUTDOWN ? LOG_DEBUG : LOG_INFO,
             "%s: %s offset %llu length %llu flags 0x%x refused with NBD error %u", c->peer,
             nbd_command_name(req->type), (unsigned long long)req->offset,

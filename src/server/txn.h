@@ -54,7 +54,8 @@ struct nbd_export_limits txn_limits(const struct conn *c);
 /* Checks a decoded request (not DISC). Sets *payload to the bytes that follow the header
  * (to read, or to discard when refused). Returns NBD_SUCCESS or the NBD error to reply:
  * validation errors, NBD_EINVAL for a payload on a command other than WRITE, NBD_ESHUTDOWN
- * once the server is stopping. Logs refusals. */
+ * once the server is stopping. Logs refusals, except one whose payload is over
+ * TXN_DRAIN_MAX (the caller closes the connection without a reply and logs that). */
 uint32_t txn_check(struct conn *c, const struct nbd_export_limits *limits,
                    const struct nbd_request *req, uint64_t *payload);
 

@@ -6,7 +6,9 @@
 #  - unknown commands (0x7F, 0xFF, even with a length field) -> EINVAL, nothing consumed;
 #  - a known command with an unknown flag bit (or NO_HOLE on READ) -> EINVAL;
 #  - a WRITE with an unknown flag bit -> EINVAL, its payload consumed and NOT written (the
-#    payload is made of READ request headers: a server that parsed it would send extra replies).
+#    payload is made of READ request headers: a server that parsed it would send extra replies);
+#  - a WRITE whose payload is too large to drop -> the connection closes with no reply, and the
+#    log does not claim one.
 # Every reply carries the request's cookie; after every request a READ returns the file's
 # bytes and no stray bytes are pending; the file is unchanged at the end.
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -57,6 +59,25 @@ assert c.read(0, 65536) == data[:65536], "the rejected WRITE changed the data"
 c.close()
 print("c11 degenerate request checks passed")
 PY
+
+# A WRITE whose payload is too large to read and drop (4 GiB - 1): the connection is closed
+# without a reply (spec rule 25), and the log says so once; it also said "refused with NBD
+# error 22", a reply that was never sent (a tester found it).
+PYTHONPATH=$HERE $PY - "$DG_SOCK" <<'PY' || fail "oversized WRITE"
+import struct, sys
+from nbdraw import *
+c = Raw.negotiated(unix=sys.argv[1])
+c.s.sendall(struct.pack(">IHHQQI", REQUEST_MAGIC, 0, CMD_WRITE, 0x0B16, 0, 0xFFFFFFFF))
+c.s.settimeout(10)
+got = c.s.recv(64)
+assert got == b"", f"oversized WRITE: {len(got)} bytes came back instead of the close"
+PY
+wait_until 5 grep -q "oversized payload refused.*closing the connection" "$DG_LOG" ||
+  { cat "$DG_LOG" >&2; fail "no log line for the oversized WRITE"; }
+if grep "length 4294967295" "$DG_LOG" | grep -q "refused with NBD error"; then
+  cat "$DG_LOG" >&2
+  fail "the log claims an error reply to the oversized WRITE, which got none"
+fi
 dg_stop
 cmp -s "$T/disk.img" "$T/orig.img" || fail "the file changed (zero-length or rejected requests wrote)"
 pass "C11 degenerate requests"
