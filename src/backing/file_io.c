@@ -100,6 +100,19 @@ static int sync_for_fua(struct file_backing *fb, const struct backing_op *op)
   return rc < 0 ? -errno : 0;
 }
 
+/* The file's size now: below the export's size when the file was truncated while served
+ * (reads past it fail with EIO). Anything but a regular file (a block device's st_size is
+ * 0) and a failed fstat give UINT64_MAX (no end). */
+static uint64_t file_end_now(const struct file_backing *fb)
+{
+  struct stat st;
+
+  if (!fb->is_regular || fstat(fb->fd_buffered, &st) < 0) {
+    return UINT64_MAX;
+  }
+  return (uint64_t)st.st_size;
+}
+
 /* Read-modify-write of an unaligned READ or WRITE (bytes [off, off+len)). */
 static ssize_t rmw_call(void *arg)
 {
@@ -113,9 +126,11 @@ static ssize_t rmw_call(void *arg)
   ssize_t n;
   int rc = 0;
 
-  if (fb->is_regular && end > fb->base.geo.size) {
+  if (fb->is_regular && (end > fb->base.geo.size || end > file_end_now(fb))) {
     /* The file's tail is not a whole aligned block: O_DIRECT cannot address it without
-     * growing the file, so the page-cache fd serves it. */
+     * growing the file, so the page-cache fd serves it. The file's end is asked for too:
+     * a file truncated while served (and grown again by a WRITE or WRITE_ZEROES that
+     * ends inside a block) has a tail of its own below the export's size. */
     if (op->type == BACKING_OP_READ) {
       n = fdio_pread_full(fb->fd_buffered, op->buf, op->length, op->offset);
       rc = n < 0 ? (int)n : ((uint64_t)n < op->length ? -EIO : 0);
@@ -271,23 +286,10 @@ static int block_trim_zero(struct file_backing *fb, uint64_t off, uint64_t len, 
   return rc;
 }
 
-/* The file's size now: below the export's size when the file was truncated while served
- * (reads past it fail with EIO). Block devices, whose st_size is 0, and a failed fstat
- * give UINT64_MAX (no end). */
-static uint64_t file_end_now(const struct file_backing *fb)
-{
-  struct stat st;
-
-  if (fb->is_block || fstat(fb->fd_buffered, &st) < 0 || !S_ISREG(st.st_mode)) {
-    return UINT64_MAX;
-  }
-  return (uint64_t)st.st_size;
-}
-
 /* After WRITE_ZEROES of a file up to `end` (bytes): fallocate with KEEP_SIZE leaves a file
  * truncated shorter while served as it is, and reads of the zeroed range past its end
  * would fail although the request succeeded (spec: "Write zeroes": reads return zeroes).
- * Grows the file to `end` the way a WRITE there does, without ever shrinking it (a size
+ * Grows the file to `end`, as a WRITE ending there does, without ever shrinking it (a size
  * fallocate, else one zero byte at end - 1, inside the zeroed range, which the fence
  * keeps other writes away from). Returns 0 or -errno. */
 static int zeroes_reach_end(struct file_backing *fb, uint64_t end)

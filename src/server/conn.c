@@ -180,9 +180,8 @@ static int request_handle_one(struct conn *c, const struct nbd_export_limits *li
   }
   error = txn_check(c, limits, &req, &payload);
   if (error != NBD_SUCCESS) {
-    if (payload > TXN_DRAIN_MAX) {
-      log_warn("%s: oversized payload refused (%s with %llu bytes); closing the connection",
-               c->peer, nbd_command_name(req.type), (unsigned long long)payload);
+    if (txn_payload_too_large(payload)) {
+      txn_log_oversized(c, &req, payload);
       return -E2BIG;
     }
     if (payload > 0) {

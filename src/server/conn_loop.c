@@ -205,8 +205,9 @@ static void parse(struct conn *c)
     }
     error = txn_check(c, &lc->limits, &req, &payload);
     if (error != NBD_SUCCESS) {
-      if (payload > TXN_DRAIN_MAX) {
-        reading_stop(c, "oversized payload refused; closing the connection");
+      if (txn_payload_too_large(payload)) {
+        txn_log_oversized(c, &req, payload);
+        reading_stop(c, NULL);
         break;
       }
       lc->discard_left = payload; /* dropped as it arrives (spec rule 24) */

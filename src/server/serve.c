@@ -196,8 +196,9 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
         cli_value_option_error(longopts, argv, optind, optarg, c, vmsg, sizeof vmsg) != NULL) {
       return bad_usage_text(vmsg); /* `--export --read-only`: the name was forgotten */
     }
-    if (optarg != NULL && *optarg == '\0' && empty_value_error(c) != NULL) {
-      return bad_usage_text(empty_value_error(c));
+    const char *empty = optarg != NULL && *optarg == '\0' ? empty_value_error(c) : NULL;
+    if (empty != NULL) {
+      return bad_usage_text(empty);
     }
     switch (c) {
     case OPT_EXPORT:

@@ -86,7 +86,7 @@ char *cli_option_error(const struct option *longopts, const char *arg, int short
   return msg;
 }
 
-char *cli_value_option_error(const struct option *longopts, char *const argv[], int optind,
+char *cli_value_option_error(const struct option *longopts, char *const argv[], int next,
                              const char *value, int opt, char *msg, size_t size)
 {
   const struct option *named, *self = NULL;
@@ -97,7 +97,7 @@ char *cli_value_option_error(const struct option *longopts, char *const argv[], 
 
   assert(longopts != NULL && argv != NULL && msg != NULL && size > 0);
   /* only a value that getopt_long took from the next argument ("--NAME VALUE") */
-  if (value == NULL || optind < 1 || argv[optind - 1] != value) {
+  if (value == NULL || next < 1 || argv[next - 1] != value) {
     return NULL;
   }
   matches = long_lookup(longopts, value, &len, &eq, &named);

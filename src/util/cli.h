@@ -1,9 +1,10 @@
-/* cli.h: one line that names what getopt_long refused, for the subcommands' option parsers
- * (serve.c, bench_cli.c). getopt_long reports an unknown option, a missing value and a value
- * given to an option that takes none all the same way ('?' or ':'), and its optopt is the
- * offending character only for short options; this tells the three apart from the
- * argument itself. Source: glibc's getopt_long(3) (abbreviations of long options,
- * "--NAME=VALUE"). Threads: any (reads only its arguments). */
+/* cli.h: one line that names what is wrong with a command line getopt_long parsed, for the
+ * subcommands' option parsers (serve.c, bench_cli.c): an option it refused, and a value
+ * that is another option (a forgotten value). getopt_long reports an unknown option, a
+ * missing value and a value given to an option that takes none all the same way ('?' or
+ * ':'), and its optopt is the offending character only for short options; this tells the
+ * three apart from the argument itself. Source: glibc's getopt_long(3) (abbreviations of
+ * long options, "--NAME=VALUE"). Threads: any (reads only its arguments). */
 #ifndef DISKGATE_UTIL_CLI_H
 #define DISKGATE_UTIL_CLI_H
 
@@ -23,14 +24,15 @@ char *cli_option_error(const struct option *longopts, const char *arg, int short
                        size_t size);
 
 /* For an option that takes a value: when getopt_long took that value from the next
- * argument (argv[optind - 1] == value, as it is right after getopt_long returned `opt`) and
- * the value is itself one of longopts ("--NAME", "--NAME=..." or an unambiguous
- * abbreviation), as in `--export --read-only PATH` where the export's name was forgotten,
- * writes into msg (at most size bytes, NUL-terminated, escaped) a line naming both, e.g.
- * "option '--export' needs a value, and '--read-only' is an option (--export=--read-only
- * sets it as the value)", and returns msg. Returns NULL when the value is fine: given as
- * "--NAME=VALUE", or not an option's name. `opt` is the val of the option in longopts. */
-char *cli_value_option_error(const struct option *longopts, char *const argv[], int optind,
+ * argument (argv[next - 1] == value, as it is right after getopt_long returned `opt`, with
+ * `next` its optind) and the value is itself one of longopts ("--NAME", "--NAME=..." or an
+ * abbreviation of one or more), as in `--export --read-only PATH` where the export's name
+ * was forgotten, writes into msg (at most size bytes, NUL-terminated, escaped) a line
+ * naming both, e.g. "option '--export' needs a value, not the option '--read-only'; write
+ * --export=--read-only if that is the value", and returns msg. Returns NULL when the value
+ * is fine: given as "--NAME=VALUE", or not an option's name. `opt` is the val of an option
+ * in longopts. */
+char *cli_value_option_error(const struct option *longopts, char *const argv[], int next,
                              const char *value, int opt, char *msg, size_t size);
 
 #endif

@@ -172,6 +172,19 @@ static void test_option_errors_name_the_fault(void **state)
   }
 }
 
+/* --NAME=VALUE still sets a value that looks like an option (only "--dir --keep", the value
+ * forgotten, is refused: test_option_errors_name_the_fault). */
+static void test_option_like_value_given_with_equals(void **state)
+{
+  struct bench_opts o;
+  char err[512];
+
+  (void)state;
+  assert_int_equal(parse(&o, err, sizeof(err), "--dir=--keep", NULL), BENCH_CLI_OK);
+  assert_string_equal(o.dir, "--keep");
+  assert_false(o.keep);
+}
+
 /* bench_cli_check_copy_size's result; *printed is what it wrote (the caller frees it). */
 static int copy_size_check(const struct bench_opts *o, char **printed)
 {
@@ -323,6 +336,7 @@ int main(void)
     cmocka_unit_test(test_profile_defaults),
     cmocka_unit_test(test_bad_command_lines),
     cmocka_unit_test(test_option_errors_name_the_fault),
+    cmocka_unit_test(test_option_like_value_given_with_equals),
     cmocka_unit_test(test_copy_size_checked_apart),
     cmocka_unit_test(test_select),
     cmocka_unit_test(test_profile_rbd),

@@ -60,10 +60,15 @@ c.close()
 print("c11 degenerate request checks passed")
 PY
 
+dg_stop
+
 # A WRITE whose payload is too large to read and drop (4 GiB - 1): the connection is closed
-# without a reply (spec rule 25), and the log says so once; it also said "refused with NBD
+# without a reply (spec rule 25), and the log says so once, naming it, on both transmission
+# paths (event loops, and the threads engine's reader); it also said "refused with NBD
 # error 22", a reply that was never sent (a tester found it).
-PYTHONPATH=$HERE $PY - "$DG_SOCK" <<'PY' || fail "oversized WRITE"
+for engine in uring threads; do
+  DG_ENGINE=$engine dg_start "$T/disk.img"
+  PYTHONPATH=$HERE $PY - "$DG_SOCK" <<'PY' || fail "oversized WRITE ($engine)"
 import struct, sys
 from nbdraw import *
 c = Raw.negotiated(unix=sys.argv[1])
@@ -72,12 +77,14 @@ c.s.settimeout(10)
 got = c.s.recv(64)
 assert got == b"", f"oversized WRITE: {len(got)} bytes came back instead of the close"
 PY
-wait_until 5 grep -q "oversized payload refused.*closing the connection" "$DG_LOG" ||
-  { cat "$DG_LOG" >&2; fail "no log line for the oversized WRITE"; }
-if grep "length 4294967295" "$DG_LOG" | grep -q "refused with NBD error"; then
-  cat "$DG_LOG" >&2
-  fail "the log claims an error reply to the oversized WRITE, which got none"
-fi
-dg_stop
+  wait_until 5 grep -q "oversized payload refused (WRITE with 4294967295 bytes); closing the connection" "$DG_LOG" ||
+    { cat "$DG_LOG" >&2; fail "no log line naming the oversized WRITE ($engine)"; }
+  assert_eq "$(grep -c "oversized payload" "$DG_LOG")" 1 "log lines about the oversized WRITE ($engine)"
+  if grep "length 4294967295" "$DG_LOG" | grep -q "refused with NBD error"; then
+    cat "$DG_LOG" >&2
+    fail "the log claims an error reply to the oversized WRITE, which got none ($engine)"
+  fi
+  dg_stop
+done
 cmp -s "$T/disk.img" "$T/orig.img" || fail "the file changed (zero-length or rejected requests wrote)"
 pass "C11 degenerate requests"

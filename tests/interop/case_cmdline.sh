@@ -86,6 +86,13 @@ bad "$T/dir"      "${L[@]}" "$T/dir"
 bad bad::addr     --socket "$T/bad.sock" --listen bad::addr "$T/a.img"
 bad 99999         --socket "$T/bad.sock" --listen 127.0.0.1:99999 "$T/a.img"
 
+# --NAME=VALUE still sets a value that looks like an option: a writable export of that name
+dg_start --export=--read-only "$T/b.img"
+grep -q "as export '--read-only'" "$DG_LOG" || { cat "$DG_LOG" >&2; fail "--export=--read-only"; }
+assert_eq "$(nbdinfo --can write "nbd+unix:///--read-only?socket=$DG_SOCK" && echo writable)" \
+  writable "the export named --read-only"
+dg_stop
+
 dg_start "$T/a.img"    # a running server: its file and its socket are taken
 bad "$T/a.img"    "${L[@]}" "$T/a.img"
 grep -qiE "served|lock|in use|busy" "$T/err" || { cat "$T/err" >&2; fail "already-served message does not say why"; }

@@ -8,7 +8,10 @@
 #    multiple of the minimum block size (a MUST of BLOCK_STATUS). The first fix reported a
 #    hole of 1000 bytes;
 #  - WRITE_ZEROES past the new end, replied to with success, reads back as zeroes (it did
-#    not: fallocate with KEEP_SIZE left the file short, and READ there failed with EIO).
+#    not: fallocate with KEEP_SIZE left the file short, and READ there failed with EIO), also
+#    when it ends inside a block (with --cache direct the unaligned READ of it failed: its
+#    read-modify-write read the whole block through O_DIRECT);
+#  - every range BLOCK_STATUS reports as zero reads back as zeroes.
 # The part of the export still inside the file keeps its map; growing the file back to the
 # export's size makes the tail read as zeroes again. For --cache writeback and direct.
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -56,6 +59,19 @@ def extents(off, length):
             off = s + n
     return out
 
+def zeroes_read_back(ext, what):
+    """Every range reported HOLE|ZERO or ZERO reads as zeroes (in pieces of at most 1 MiB)."""
+    for s, n, f in ext:
+        if f & ZERO:
+            for o in range(s, s + n, 1 << 20):
+                m = min(1 << 20, s + n - o)
+                try:
+                    got = h.pread(m, o)
+                except nbd.Error as e:
+                    raise AssertionError(f"{cache}: {what}: [{o}, {o + m}) reported zero, "
+                                         f"READ: {e.string}; {ext}")
+                assert got == bytes(m), f"{cache}: {what}: [{o}, {o + m}) is not zero"
+
 def flags_over(ext, lo, hi):
     """The set of flags reported anywhere in [lo, hi)."""
     return {f for s, n, f in ext if s < hi and s + n > lo}
@@ -84,6 +100,7 @@ assert flags_over(ext, 64 * K, 512 * K) == {HOLE | ZERO}, \
 past = flags_over(ext, cut // minimum * minimum, size)  # from the block the end cuts
 assert all(f & ZERO == 0 and f & HOLE == 0 for f in past), \
     f"{cache}: past the file's end reported as {past} (reads there fail): {ext}"
+zeroes_read_back(ext, "after the shrink")
 # asked from inside the hole, and from past the end
 ext = extents(256 * K, 512 * K)
 assert flags_over(ext, 256 * K, 512 * K) == {HOLE | ZERO}, f"{cache}: from 256K: {ext}"
@@ -105,12 +122,24 @@ assert os.stat(img).st_size == 960 * K, f"{cache}: file size {os.stat(img).st_si
 # zeroing inside the file leaves its size as it is
 h.zero(4 * K, 60 * K)
 assert os.stat(img).st_size == 960 * K, f"{cache}: file size {os.stat(img).st_size}"
+# an unaligned WRITE_ZEROES past the end (libnbd's own alignment check off): the file ends
+# inside a block, and the zeroes still read back (with --cache direct, a read of them is a
+# read-modify-write that O_DIRECT cannot do across the file's end)
+h.set_strict_mode(h.get_strict_mode() & ~nbd.STRICT_ALIGN)
+h.zero(100, 960 * K)
+assert os.stat(img).st_size == 960 * K + 100, f"{cache}: file size {os.stat(img).st_size}"
+assert h.pread(100, 960 * K) == bytes(100), f"{cache}: unaligned zeroes past the end"
+assert h.pread(60, 960 * K + 20) == bytes(60), f"{cache}: unaligned zeroes past the end"
+ext = extents(0, size)
+assert all(n % minimum == 0 for s, n, f in ext), f"{cache}: after the unaligned zeroes: {ext}"
+zeroes_read_back(ext, "after the unaligned zeroes")
 
 # grown back: the tail reads as zeroes again, and is reported as a hole
 os.truncate(img, size)
 assert h.pread(4 * K, 1020 * K) == bytes(4 * K)
 ext = extents(0, size)
-assert flags_over(ext, 960 * K, size) == {HOLE | ZERO}, f"{cache}: grown back: {ext}"
+assert flags_over(ext, 964 * K, size) == {HOLE | ZERO}, f"{cache}: grown back: {ext}"
+zeroes_read_back(ext, "grown back")
 h.shutdown()
 PY
   dg_stop

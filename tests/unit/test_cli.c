@@ -132,6 +132,7 @@ static void test_value_that_is_an_option_is_refused(void **state)
   char *a2[] = {"x", "--socket", "--rea", "img", NULL};
   char *a3[] = {"x", "--run", "--sync=full", "img", NULL};
   char *a4[] = {"x", "--run", "--s", "img", NULL};
+  char *a5[] = {"x", "img", "--socket", "--read-only", NULL}; /* getopt_long permutes */
 
   (void)state;
   /* the forgotten value: `--socket --read-only img` took "--read-only" as the socket */
@@ -147,6 +148,9 @@ static void test_value_that_is_an_option_is_refused(void **state)
   assert_string_equal(value_error(4, a4, OPT_RUN, msg, sizeof msg),
                       "option '--run' needs a value, not the option '--s' (an abbreviation of "
                       "options); write --run=--s if that is the value");
+  assert_string_equal(value_error(4, a5, OPT_SOCKET, msg, sizeof msg),
+                      "option '--socket' needs a value, not the option '--read-only'; "
+                      "write --socket=--read-only if that is the value");
 }
 
 static void test_value_that_is_not_an_option_is_fine(void **state)
