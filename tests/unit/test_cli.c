@@ -127,30 +127,36 @@ static const char *value_error(int argc, char **argv, int want, char *msg, size_
 
 static void test_value_that_is_an_option_is_refused(void **state)
 {
+  static const struct {
+    const char *argv[5];
+    int opt;
+    const char *expect;
+  } cases[] = {
+    /* the forgotten value: `--socket --read-only img` took "--read-only" as the socket */
+    { { "x", "--socket", "--read-only", "img" }, OPT_SOCKET,
+      "option '--socket' needs a value, not the option '--read-only'; "
+      "write --socket=--read-only if that is the value" },
+    { { "x", "--socket", "--rea", "img" }, OPT_SOCKET,
+      "option '--socket' needs a value, not the option '--rea' (--read-only); "
+      "write --socket=--rea if that is the value" },
+    { { "x", "--run", "--sync=full", "img" }, OPT_RUN,
+      "option '--run' needs a value, not the option '--sync'; "
+      "write --run=--sync=full if that is the value" },
+    { { "x", "--run", "--s", "img" }, OPT_RUN,
+      "option '--run' needs a value, not the option '--s' (an abbreviation of options); "
+      "write --run=--s if that is the value" },
+    { { "x", "img", "--socket", "--read-only" }, OPT_SOCKET, /* getopt_long permutes */
+      "option '--socket' needs a value, not the option '--read-only'; "
+      "write --socket=--read-only if that is the value" },
+  };
   char msg[256];
-  char *a1[] = {"x", "--socket", "--read-only", "img", NULL};
-  char *a2[] = {"x", "--socket", "--rea", "img", NULL};
-  char *a3[] = {"x", "--run", "--sync=full", "img", NULL};
-  char *a4[] = {"x", "--run", "--s", "img", NULL};
-  char *a5[] = {"x", "img", "--socket", "--read-only", NULL}; /* getopt_long permutes */
 
   (void)state;
-  /* the forgotten value: `--socket --read-only img` took "--read-only" as the socket */
-  assert_string_equal(value_error(4, a1, OPT_SOCKET, msg, sizeof msg),
-                      "option '--socket' needs a value, not the option '--read-only'; "
-                      "write --socket=--read-only if that is the value");
-  assert_string_equal(value_error(4, a2, OPT_SOCKET, msg, sizeof msg),
-                      "option '--socket' needs a value, not the option '--rea' (--read-only); "
-                      "write --socket=--rea if that is the value");
-  assert_string_equal(value_error(4, a3, OPT_RUN, msg, sizeof msg),
-                      "option '--run' needs a value, not the option '--sync'; "
-                      "write --run=--sync=full if that is the value");
-  assert_string_equal(value_error(4, a4, OPT_RUN, msg, sizeof msg),
-                      "option '--run' needs a value, not the option '--s' (an abbreviation of "
-                      "options); write --run=--s if that is the value");
-  assert_string_equal(value_error(4, a5, OPT_SOCKET, msg, sizeof msg),
-                      "option '--socket' needs a value, not the option '--read-only'; "
-                      "write --socket=--read-only if that is the value");
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char *argv[5];
+    memcpy(argv, cases[i].argv, sizeof argv); /* getopt_long takes char *const[] */
+    assert_string_equal(value_error(4, argv, cases[i].opt, msg, sizeof msg), cases[i].expect);
+  }
 }
 
 static void test_value_that_is_not_an_option_is_fine(void **state)
