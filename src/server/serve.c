@@ -398,7 +398,12 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
     return 2;
   }
   if (rc < 0) {
-    fprintf(stderr, "diskgate serve: cannot open %s: %s\n", cfg->path_shown, strerror(-rc));
+    /* Writable opens that the file's permissions, attributes or file system refuse: the
+     * image may still be served read-only (as qemu-nbd's -r). */
+    bool hint = !cfg->opts.read_only && (rc == -EACCES || rc == -EPERM || rc == -EROFS) &&
+                strncmp(cfg->path, "rbd:", 4) != 0;
+    fprintf(stderr, "diskgate serve: cannot open %s: %s%s\n", cfg->path_shown, strerror(-rc),
+            hint ? " (to serve it read-only, add --read-only)" : "");
     return 2;
   }
   /* export_create adds the backing's own read-only (an RBD snapshot) to --read-only. */

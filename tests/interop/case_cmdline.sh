@@ -4,10 +4,11 @@
 # Cases: unknown long and short options, a value given to an option that takes none, an
 # ambiguous abbreviation, a repeated --listen/--socket/--export, --sync/--cache bogus,
 # --threads 0, --force-share without --read-only, an option without its value, an option
-# whose value is forgotten (`--export --read-only`), an empty path or name, missing PATH, two PATHs, a missing file, a
-# directory, a file already served by another diskgate, --listen 'bad::addr', a bare port, a
-# host that does not resolve, a port out of range, a Unix socket another diskgate is
-# accepting on. The first server keeps working afterwards.
+# whose value is forgotten (`--export --read-only`), an empty path or name, missing PATH,
+# two PATHs, a missing file, a directory, an image that cannot be opened for writing, a file
+# already served by another diskgate, --listen 'bad::addr', a bare port, a host that does
+# not resolve, a port out of range, a Unix socket another diskgate is accepting on; no
+# command, or an unknown one. The first server keeps working afterwards.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"
 export PYTHONDONTWRITEBYTECODE=1   # no __pycache__ in the source tree
@@ -83,6 +84,15 @@ bad path          "${L[@]}"
 bad "$T/b.img"    "${L[@]}" "$T/a.img" "$T/b.img"
 bad "$T/missing.img" "${L[@]}" "$T/missing.img"
 bad "$T/dir"      "${L[@]}" "$T/dir"
+# an image that cannot be opened for writing (immutable here: root is refused too) names
+# --read-only, which serves it (a new user was not told)
+truncate -s 1M "$T/immutable.img"
+if chattr +i "$T/immutable.img" 2>/dev/null; then
+  bad "add --read-only" "${L[@]}" "$T/immutable.img"
+  chattr -i "$T/immutable.img"
+else
+  echo "note: chattr +i is not supported under $T; the read-only hint is not checked"
+fi
 bad bad::addr     --socket "$T/bad.sock" --listen bad::addr "$T/a.img"
 bad 99999         --socket "$T/bad.sock" --listen 127.0.0.1:99999 "$T/a.img"
 
