@@ -87,8 +87,10 @@ static int option_info_go(struct conn *c, uint32_t option, const uint8_t *payloa
   e = server_find_export(c->server, req.name, req.name_length);
   if (e == NULL) {
     char name[96];
-    log_info("%s: client asked for unknown export '%s'", c->peer,
-             log_escape(name, sizeof name, req.name, req.name_length));
+    /* libnbd's tools ask with NBD_OPT_INFO and then NBD_OPT_GO: the two lines differ */
+    log_info("%s: client asked for unknown export '%s' (%s)", c->peer,
+             log_escape(name, sizeof name, req.name, req.name_length),
+             option == NBD_OPT_GO ? "NBD_OPT_GO" : "NBD_OPT_INFO");
     return reply_error(c, option, NBD_REP_ERR_UNKNOWN, "unknown export");
   }
   /* A lazy export's backing (a Ceph image) is opened by the first INFO or GO naming it;

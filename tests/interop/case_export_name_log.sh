@@ -3,7 +3,8 @@
 # clients: a newline in it used to split the "serving ..." line (and the --sync none
 # warning) in two. The export is still served under its real name. Paths are escaped the
 # same way: the image's (the "serving" line, the qcow2 warning, "cannot open"), the Unix
-# socket's (--verbose peer names) and the pid file's.
+# socket's (--verbose peer names) and the pid file's. A client's unknown export name is
+# logged escaped, once per option that asked for it, naming the option.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"
 
@@ -18,6 +19,13 @@ h.connect_unix(sys.argv[1])
 assert h.get_size() == 1048576
 h.shutdown()
 PY
+# An unknown export: nbdinfo asks with NBD_OPT_INFO, then NBD_OPT_GO; each refusal is one
+# line naming the option, escaped (the two lines used to be identical)
+! nbdinfo "nbd+unix:///wr%0Aong?socket=$DG_SOCK" >/dev/null 2>&1 || fail "nbdinfo of an unknown export"
+wait_until 5 grep -qF "client asked for unknown export 'wr\x0aong' (NBD_OPT_GO)" "$DG_LOG" ||
+  { cat "$DG_LOG" >&2; fail "the unknown export's NBD_OPT_GO line"; }
+assert_eq "$(grep -c "unknown export 'wr" "$DG_LOG")" \
+  "$(grep "unknown export 'wr" "$DG_LOG" | sort -u | wc -l)" "distinct unknown-export lines"
 dg_stop
 grep -qF "serving $T/a.img as export 'vm\\x0a1': 1048576 bytes" "$DG_LOG" ||
   { cat "$DG_LOG" >&2; fail "the start-up line does not escape the name"; }
