@@ -113,6 +113,31 @@ static uint64_t file_end_now(const struct file_backing *fb)
   return (uint64_t)st.st_size;
 }
 
+/* An unaligned READ or WRITE through the page-cache fd, where O_DIRECT cannot address the
+ * file's tail: the last partial block of a file whose size is not a multiple of the
+ * alignment, or of one truncated while served. */
+static int rmw_buffered(struct file_backing *fb, struct backing_op *op)
+{
+  ssize_t n;
+  int rc;
+
+  if (op->type == BACKING_OP_READ) {
+    n = fdio_pread_full(fb->fd_buffered, op->buf, op->length, op->offset);
+    rc = n < 0 ? (int)n : ((uint64_t)n < op->length ? -EIO : 0);
+  } else {
+    rc = fdio_pwrite_full(fb->fd_buffered, op->buf, op->length, op->offset);
+  }
+  return rc < 0 ? rc : sync_for_fua(fb, op);
+}
+
+/* An aligned O_DIRECT read for read-modify-write: 0, -errno, or -ENODATA when the file
+ * ends inside [off, off+len) (it was truncated while served). */
+static int rmw_read_aligned(struct file_backing *fb, void *buf, size_t len, uint64_t off)
+{
+  ssize_t n = fdio_pread_full(fb->fd, buf, len, off);
+  return n < 0 ? (int)n : ((size_t)n < len ? -ENODATA : 0);
+}
+
 /* Read-modify-write of an unaligned READ or WRITE (bytes [off, off+len)). */
 static ssize_t rmw_call(void *arg)
 {
@@ -123,40 +148,26 @@ static ssize_t rmw_call(void *arg)
   uint64_t end = bytes_align_up(op->offset + op->length, align);
   size_t span = (size_t)(end - start);
   void *bounce = NULL;
-  ssize_t n;
   int rc = 0;
 
-  if (fb->is_regular && (end > fb->base.geo.size || end > file_end_now(fb))) {
-    /* The file's tail is not a whole aligned block: O_DIRECT cannot address it without
-     * growing the file, so the page-cache fd serves it. The file's end is asked for too:
-     * a file truncated while served (and grown again by a WRITE or WRITE_ZEROES that
-     * ends inside a block) has a tail of its own below the export's size. */
-    if (op->type == BACKING_OP_READ) {
-      n = fdio_pread_full(fb->fd_buffered, op->buf, op->length, op->offset);
-      rc = n < 0 ? (int)n : ((uint64_t)n < op->length ? -EIO : 0);
-    } else {
-      rc = fdio_pwrite_full(fb->fd_buffered, op->buf, op->length, op->offset);
-    }
-    return rc < 0 ? rc : sync_for_fua(fb, op);
+  if (fb->is_regular && end > fb->base.geo.size) {
+    return rmw_buffered(fb, op);
   }
   if (posix_memalign(&bounce, align < 4096 ? 4096 : align, span) != 0) {
     return -ENOMEM;
   }
   if (op->type == BACKING_OP_READ) {
-    n = fdio_pread_full(fb->fd, bounce, span, start);
-    rc = n < 0 ? (int)n : ((uint64_t)n < span ? -EIO : 0);
+    rc = rmw_read_aligned(fb, bounce, span, start);
     if (rc == 0) {
       memcpy(op->buf, (char *)bounce + (op->offset - start), op->length);
     }
   } else {
     /* Read the partly covered first and last blocks, patch, write the span back. */
     if (op->offset != start) {
-      n = fdio_pread_full(fb->fd, bounce, align, start);
-      rc = n < 0 ? (int)n : ((uint64_t)n < align ? -EIO : 0);
+      rc = rmw_read_aligned(fb, bounce, align, start);
     }
     if (rc == 0 && op->offset + op->length != end && (end - align > start || op->offset == start)) {
-      n = fdio_pread_full(fb->fd, (char *)bounce + span - align, align, end - align);
-      rc = n < 0 ? (int)n : ((uint64_t)n < align ? -EIO : 0);
+      rc = rmw_read_aligned(fb, (char *)bounce + span - align, align, end - align);
     }
     if (rc == 0) {
       memcpy((char *)bounce + (op->offset - start), op->buf, op->length);
@@ -167,6 +178,9 @@ static ssize_t rmw_call(void *arg)
     }
   }
   free(bounce);
+  if (rc == -ENODATA) { /* the file ends inside the span: its tail is the page cache's */
+    return fb->is_regular ? rmw_buffered(fb, op) : -EIO;
+  }
   return rc;
 }
 

@@ -10,7 +10,8 @@
 #  - WRITE_ZEROES past the new end, replied to with success, reads back as zeroes (it did
 #    not: fallocate with KEEP_SIZE left the file short, and READ there failed with EIO), also
 #    when it ends inside a block (with --cache direct the unaligned READ of it failed: its
-#    read-modify-write read the whole block through O_DIRECT);
+#    read-modify-write read the whole block through O_DIRECT), and so does an unaligned
+#    WRITE there;
 #  - every range BLOCK_STATUS reports as zero reads back as zeroes.
 # The part of the export still inside the file keeps its map; growing the file back to the
 # export's size makes the tail read as zeroes again. For --cache writeback and direct.
@@ -133,6 +134,11 @@ assert h.pread(60, 960 * K + 20) == bytes(60), f"{cache}: unaligned zeroes past 
 ext = extents(0, size)
 assert all(n % minimum == 0 for s, n, f in ext), f"{cache}: after the unaligned zeroes: {ext}"
 zeroes_read_back(ext, "after the unaligned zeroes")
+# an unaligned WRITE past the end grows the file the same way, and reads back
+h.pwrite(b"\x5a" * 100, 960 * K + 300)
+assert os.stat(img).st_size == 960 * K + 400, f"{cache}: file size {os.stat(img).st_size}"
+assert h.pread(100, 960 * K + 300) == b"\x5a" * 100, f"{cache}: unaligned WRITE past the end"
+assert h.pread(300, 960 * K) == bytes(300), f"{cache}: before the unaligned WRITE"
 
 # grown back: the tail reads as zeroes again, and is reported as a hole
 os.truncate(img, size)
