@@ -181,8 +181,7 @@ static int request_handle_one(struct conn *c, const struct nbd_export_limits *li
   error = txn_check(c, limits, &req, &payload);
   if (error != NBD_SUCCESS) {
     if (txn_payload_too_large(payload)) {
-      txn_log_oversized(c, &req, payload);
-      return -E2BIG;
+      return -E2BIG; /* txn_check logged it */
     }
     if (payload > 0) {
       rc = transport_discard(&c->transport, payload); /* stay in sync (spec rule 24) */

@@ -206,8 +206,7 @@ static void parse(struct conn *c)
     error = txn_check(c, &lc->limits, &req, &payload);
     if (error != NBD_SUCCESS) {
       if (txn_payload_too_large(payload)) {
-        txn_log_oversized(c, &req, payload);
-        reading_stop(c, NULL);
+        reading_stop(c, NULL); /* txn_check logged it */
         break;
       }
       lc->discard_left = payload; /* dropped as it arrives (spec rule 24) */

@@ -132,14 +132,12 @@ static int parse_unsigned(const char *text, unsigned min, unsigned max, unsigned
 
 /* The line for an empty value of an option whose value names a file or a user, which an
  * empty value cannot (`--socket ''` was taken for the working directory); NULL for the
- * other options. */
+ * other options. (An empty --pid-file is pid_file_check's to refuse.) */
 static const char *empty_value_error(int c)
 {
   switch (c) {
   case OPT_SOCKET:
     return "--socket needs a path, not an empty name";
-  case OPT_PID_FILE:
-    return "--pid-file needs a path, not an empty name";
   case OPT_TLS_CERTS:
     return "--tls-certificates needs a directory, not an empty name";
   case OPT_TLS_PSK:

@@ -48,21 +48,17 @@ uint32_t txn_check(struct conn *c, const struct nbd_export_limits *limits,
   if (error == NBD_SUCCESS && atomic_load(&c->server->stopping)) {
     error = NBD_ESHUTDOWN;
   }
-  /* A payload too large to drop closes the connection with no reply: the caller logs
-   * that, and this line would claim a reply that is never sent. */
-  if (error != NBD_SUCCESS && !txn_payload_too_large(*payload)) {
+  if (error != NBD_SUCCESS && txn_payload_too_large(*payload)) {
+    /* no reply: the caller closes the connection (spec rule 25) */
+    log_warn("%s: oversized payload refused (%s with %llu bytes); closing the connection",
+             c->peer, nbd_command_name(req->type), (unsigned long long)*payload);
+  } else if (error != NBD_SUCCESS) {
     log_msg(error == NBD_ESHUTDOWN ? LOG_DEBUG : LOG_INFO,
             "%s: %s offset %llu length %llu flags 0x%x refused with NBD error %u", c->peer,
             nbd_command_name(req->type), (unsigned long long)req->offset,
             (unsigned long long)req->length, req->flags, error);
   }
   return error;
-}
-
-void txn_log_oversized(const struct conn *c, const struct nbd_request *req, uint64_t payload)
-{
-  log_warn("%s: oversized payload refused (%s with %llu bytes); closing the connection",
-           c->peer, nbd_command_name(req->type), (unsigned long long)payload);
 }
 
 static enum backing_op_type op_type_of(uint16_t cmd)

@@ -41,17 +41,12 @@ struct conn_req {
 #define TXN_DRAIN_MAX (64ull * 1024 * 1024)
 
 /* True when a refused request's payload (bytes) is too large to read and drop: the caller
- * closes the connection without a reply (spec rule 25) after txn_log_oversized. Any
+ * closes the connection without a reply (spec rule 25); txn_check has logged it. Any
  * thread. */
 static inline bool txn_payload_too_large(uint64_t payload)
 {
   return payload > TXN_DRAIN_MAX;
 }
-
-/* Logs that req's payload of `payload` bytes was too large to
- * drop and the connection closes (both transmission paths say it the same way). The
- * connection's reading thread. */
-void txn_log_oversized(const struct conn *c, const struct nbd_request *req, uint64_t payload);
 
 /* Bytes of request buffers (READ data, WRITE payloads) one connection may hold at once:
  * a client that sends requests but does not read its replies holds at most this much
@@ -67,8 +62,9 @@ struct nbd_export_limits txn_limits(const struct conn *c);
 /* Checks a decoded request (not DISC). Sets *payload to the bytes that follow the header
  * (to read, or to discard when refused). Returns NBD_SUCCESS or the NBD error to reply:
  * validation errors, NBD_EINVAL for a payload on a command other than WRITE, NBD_ESHUTDOWN
- * once the server is stopping. Logs refusals, except one whose payload is too large to
- * drop (txn_payload_too_large: the caller closes the connection without a reply). */
+ * once the server is stopping. Logs refusals; one whose payload is too large to drop
+ * (txn_payload_too_large) is logged as closing the connection, which the caller does
+ * without a reply. */
 uint32_t txn_check(struct conn *c, const struct nbd_export_limits *limits,
                    const struct nbd_request *req, uint64_t *payload);
 

@@ -9,24 +9,27 @@
 #include "util/log.h"
 
 /* Looks up "--NAME" or "--NAME=VALUE" (arg) by NAME in longopts, as getopt_long does: an
- * exact name wins, else every option NAME abbreviates counts. Sets *len to NAME's length
- * and *eq to the '=' (or NULL); returns the number of matches (0 when arg is not "--NAME"),
- * and *found to the exact or only match. */
-static int long_lookup(const struct option *longopts, const char *arg, size_t *len,
+ * exact name wins, else every option NAME abbreviates counts. Sets *shown to the bytes of
+ * arg without "=VALUE" ("--NAME", or all of arg when it is not a long option) and *eq to
+ * the '=' (or NULL); returns the number of matches (0 when arg is not "--NAME"), and
+ * *found to the exact or only match. */
+static int long_lookup(const struct option *longopts, const char *arg, size_t *shown,
                        const char **eq, const struct option **found)
 {
   bool is_long = strncmp(arg, "--", 2) == 0 && arg[2] != '\0';
+  size_t len; /* NAME's */
   int matches = 0;
 
   *eq = is_long ? strchr(arg + 2, '=') : NULL;
-  *len = *eq != NULL ? (size_t)(*eq - (arg + 2)) : strlen(arg) - (is_long ? 2 : 0);
+  len = *eq != NULL ? (size_t)(*eq - (arg + 2)) : strlen(arg) - (is_long ? 2 : 0);
+  *shown = (is_long ? 2 : 0) + len;
   *found = NULL;
   for (const struct option *o = longopts; is_long && o->name != NULL; o++) {
-    if (strncmp(o->name, arg + 2, *len) != 0) {
+    if (strncmp(o->name, arg + 2, len) != 0) {
       continue;
     }
     *found = o;
-    if (o->name[*len] == '\0') { /* an exact match wins over abbreviations */
+    if (o->name[len] == '\0') { /* an exact match wins over abbreviations */
       return 1;
     }
     matches++;
@@ -40,7 +43,6 @@ char *cli_option_error(const struct option *longopts, const char *arg, int short
   const struct option *found;
   char shown[256];
   const char *eq;
-  bool is_long;
   size_t len;
   int matches;
 
@@ -59,16 +61,15 @@ char *cli_option_error(const struct option *longopts, const char *arg, int short
     arg = "";
   }
   /* "--NAME" or "--NAME=VALUE" is looked up by NAME; anything else matches no option */
-  is_long = strncmp(arg, "--", 2) == 0 && arg[2] != '\0';
   matches = long_lookup(longopts, arg, &len, &eq, &found);
-  log_escape(shown, sizeof shown, arg, (is_long ? 2 : 0) + len); /* one line, no value */
+  log_escape(shown, sizeof shown, arg, len); /* one line, no value */
   if (matches == 0) {
     snprintf(msg, size, "unknown option '%s'", shown);
   } else if (matches > 1) {
     int n = snprintf(msg, size, "option '%s' is ambiguous (", shown);
     const char *sep = "";
     for (const struct option *o = longopts; o->name != NULL && n >= 0 && (size_t)n < size; o++) {
-      if (strncmp(o->name, arg + 2, len) == 0) {
+      if (strncmp(o->name, arg + 2, len - 2) == 0) { /* matches > 1: arg is "--NAME" */
         n += snprintf(msg + n, size - (size_t)n, "%s--%s", sep, o->name);
         sep = ", ";
       }
@@ -113,10 +114,10 @@ char *cli_value_option_error(const struct option *longopts, char *const argv[], 
   assert(self != NULL);
   if (matches > 1) {
     snprintf(full, sizeof full, " (an abbreviation of options)");
-  } else if (named->name[len] != '\0') {
+  } else if (named->name[len - 2] != '\0') { /* matches > 0: value is "--NAME" */
     snprintf(full, sizeof full, " (--%s)", named->name);
   }
-  log_escape(shown, sizeof shown, value, 2 + len);
+  log_escape(shown, sizeof shown, value, len);
   log_escape_str(whole, sizeof whole, value);
   snprintf(msg, size, "option '--%s' needs a value, not the option '%s'%s; write --%s=%s if "
            "that is the value", self->name, shown, full, self->name, whole);
