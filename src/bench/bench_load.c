@@ -15,6 +15,8 @@
 /* Storage for the strings opts points at. */
 static char loaded_profile[16];
 static char loaded_dir[PATH_MAX];
+static char loaded_configs[1024];
+static char loaded_workloads[1024];
 
 static double num(const cJSON *o, const char *name)
 {
@@ -97,8 +99,15 @@ static int load_options(const cJSON *o, struct bench_results *r)
   }
   str(o, "profile", loaded_profile, sizeof(loaded_profile));
   str(o, "dir", loaded_dir, sizeof(loaded_dir));
+  str(o, "configs_option", loaded_configs, sizeof(loaded_configs));
+  str(o, "workloads_option", loaded_workloads, sizeof(loaded_workloads));
   r->opts.profile = loaded_profile;
   r->opts.dir = loaded_dir;
+  /* a string: --configs or --workloads was given; null or absent (older reports): not */
+  r->opts.configs = cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "configs_option"))
+                      ? loaded_configs : NULL;
+  r->opts.workloads = cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "workloads_option"))
+                        ? loaded_workloads : NULL;
   r->opts.runs = (unsigned)num(o, "runs");
   r->opts.runtime_s = (unsigned)num(o, "runtime_s");
   r->opts.ramp_s = num(o, "ramp_s");

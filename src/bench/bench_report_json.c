@@ -70,6 +70,12 @@ static cJSON *options_json(const struct bench_results *r)
   cJSON *wls = cJSON_AddArrayToObject(o, "workloads");
 
   cJSON_AddStringToObject(o, "profile", op->profile);
+  /* the --configs and --workloads values, null when the profile chose */
+  cJSON_AddItemToObject(o, "configs_option",
+                        op->configs != NULL ? cJSON_CreateString(op->configs) : cJSON_CreateNull());
+  cJSON_AddItemToObject(o, "workloads_option", op->workloads != NULL
+                                                 ? cJSON_CreateString(op->workloads)
+                                                 : cJSON_CreateNull());
   cJSON_AddNumberToObject(o, "runs", op->runs);
   cJSON_AddNumberToObject(o, "runtime_s", op->runtime_s);
   cJSON_AddNumberToObject(o, "ramp_s", op->ramp_s);

@@ -224,7 +224,15 @@ static void write_header(FILE *f, const struct bench_results *r)
 
   fmt_bytes(o->size, size, sizeof(size));
   bench_report_fmt_duration(r->elapsed_s, took, sizeof(took));
-  fprintf(f, "# diskgate bench: profile %s\n\n", o->profile);
+  /* --configs and --workloads replace the profile's rows and columns: say so (the values
+   * are in the command line below). */
+  const char *chosen = o->configs != NULL && o->workloads != NULL
+                         ? ", rows and columns chosen by --configs and --workloads"
+                       : o->configs != NULL   ? ", rows chosen by --configs"
+                       : o->workloads != NULL ? ", columns chosen by --workloads"
+                                              : "";
+
+  fprintf(f, "# diskgate bench: profile %s%s\n\n", o->profile, chosen);
   fprintf(f, "`%s`\n\n", r->command);
   fprintf(f, "- Machine: %s, %u cores, %.1f GiB RAM, %s; `--dir` on %s (%s)\n", m->cpu_model,
           m->cores, (double)m->mem_bytes / (double)(1ull << 30), m->kernel, m->dir_fs,

@@ -14,7 +14,7 @@
 #  - the recorded command was not quoted (an empty or spaced argument vanished or split);
 #  - a --copy-size over 60% of --size stopped a run that did not select the copy test;
 #  - (a new user, 2026-12-01) one run was "medians of 1 run", and the cells' line named the
-#    copy's unit with no copy column.
+#    copy's unit with no copy column; a run chosen by --configs was titled "profile quick".
 source "$SRCDIR/tests/lib.sh"
 
 quick=(--runs 1 --runtime 1 --size 16M)
@@ -117,6 +117,11 @@ grep -qF -- "--out '$T/o ut/x'" "$T/o ut/x/bench.md" || fail "the command in ben
 # ... and, from a new user: one run is not "medians of 1 run"; no copy column, no copy unit.
 grep -q '^- Method: one run of 1 s after' "$T/o ut/x/bench.md" || fail "the method line of one run"
 ! grep -q 'for the copy' "$T/o ut/x/bench.md" || fail "the copy's unit without a copy column"
+# ... and (a new user, 2026-12-01) a run chosen by --configs and --workloads is not titled
+# as the profile's own.
+assert_eq "$(head -1 "$T/o ut/x/bench.md")" \
+  "# diskgate bench: profile quick, rows and columns chosen by --configs and --workloads" \
+  "the title of a run chosen by --configs and --workloads"
 
 # 10. --copy-size is checked only when the copy test runs.
 lab cs1 "${quick[@]}" --copy-size 10M --configs host --workloads randread-4k --dir "$T/d2" \
