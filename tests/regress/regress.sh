@@ -109,6 +109,56 @@ PY
   done
   pass "no /proc: served with the page cache and with O_DIRECT"
 fi
+# 11. Out of file descriptors (a tester, 2026-12-01): every failed accept logged "accept: Too
+#     many open files", about ten lines a second for as long as it lasted, and the clients
+#     past the limit waited in the listen queue until their own timeout. Now the shortage is
+#     logged once when it starts and once when it ends, and a client past the limit sees its
+#     connection closed at once (a reserve descriptor takes it off the queue).
+truncate -s 16M "$T/fd.img"
+rm -f "$T/fd.sock"
+(ulimit -n 48; exec "$DISKGATE" serve --handshake-timeout 60 --socket "$T/fd.sock" "$T/fd.img") \
+  >/dev/null 2>"$T/fd.log" &
+fd_pid=$!
+for _ in $(seq 100); do [ -S "$T/fd.sock" ] && break; sleep 0.05; done
+[ -S "$T/fd.sock" ] || fail "fd limit 48: the server did not start: $(cat "$T/fd.log")"
+out=$($PY - "$T/fd.sock" <<'PY' 2>&1) || fail "out of descriptors: $out"
+import socket, sys, time
+import nbd
+path = sys.argv[1]
+held = []
+for i in range(80):  # far more than 48 descriptors allow; each waits in its handshake
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(5)
+    s.connect(path)
+    held.append(s)
+greeted = closed = 0
+for s in held:
+    try:
+        greeting = s.recv(18)  # NBDMAGIC, IHAVEOPT, handshake flags
+    except socket.timeout:
+        sys.exit("a client past the limit was left waiting (no greeting, not closed) for 5 s")
+    if greeting:
+        greeted += 1
+    else:
+        closed += 1
+if greeted == 0 or closed == 0:
+    sys.exit("%d clients greeted, %d closed: expected both" % (greeted, closed))
+for s in held:
+    s.close()
+time.sleep(0.5)
+h = nbd.NBD()  # served again once descriptors are free
+h.connect_unix(path)
+assert h.pread(4096, 0) == bytes(4096)
+h.shutdown()
+print("greeted %d, closed at once %d" % (greeted, closed))
+PY
+kill -TERM "$fd_pid"
+rc=0; wait "$fd_pid" || rc=$?
+assert_eq "$rc" 0 "exit status after running out of descriptors"
+assert_eq "$(grep -c 'Too many open files' "$T/fd.log")" 1 "log lines for one shortage of descriptors"
+grep -q 'descriptors are available again; [1-9][0-9]* connections* w[ae][sr]e* closed at once' \
+  "$T/fd.log" || fail "no line for the end of the shortage: $(cat "$T/fd.log")"
+pass "out of descriptors: one line each way; $out"
 # 8. Large requests must not mmap and munmap their buffer each time (glibc's default
 #    threshold made every 1 MiB request a fresh mapping: a page-fault storm). glibc's malloc
 #    only: under AddressSanitizer its own allocator serves every allocation.
