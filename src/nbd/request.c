@@ -140,6 +140,14 @@ uint32_t nbd_request_validate(const struct nbd_request *req,
   if (!command_supported(req->type, limits)) {
     return NBD_EINVAL;
   }
+  if ((tx & NBD_FLAG_READ_ONLY) &&
+      (req->type == NBD_CMD_WRITE || req->type == NBD_CMD_TRIM ||
+       req->type == NBD_CMD_WRITE_ZEROES)) {
+    /* rule 17's EPERM before any other check: a write with FUA or FAST_ZERO, flags a
+     * read-only export does not advertise, is refused for being a write (rule 24 would
+     * also allow EINVAL), and so are unaligned and out-of-range ones */
+    return NBD_EPERM;
+  }
   if ((req->flags & ~allowed_flags(req->type, limits)) != 0) {
     return NBD_EINVAL;
   }
@@ -161,9 +169,6 @@ uint32_t nbd_request_validate(const struct nbd_request *req,
     }
     return NBD_SUCCESS;
   case NBD_CMD_WRITE:
-    if (tx & NBD_FLAG_READ_ONLY) {
-      return NBD_EPERM;
-    }
     if (req->length > limits->max_payload) {
       return NBD_EINVAL;
     }
@@ -171,14 +176,8 @@ uint32_t nbd_request_validate(const struct nbd_request *req,
   case NBD_CMD_FLUSH:
     return (req->offset == 0 && req->length == 0) ? NBD_SUCCESS : NBD_EINVAL;
   case NBD_CMD_TRIM:
-    if (tx & NBD_FLAG_READ_ONLY) {
-      return NBD_EPERM;
-    }
     return in_range ? NBD_SUCCESS : NBD_EINVAL;
   case NBD_CMD_WRITE_ZEROES:
-    if (tx & NBD_FLAG_READ_ONLY) {
-      return NBD_EPERM;
-    }
     return in_range ? NBD_SUCCESS : NBD_ENOSPC;
   case NBD_CMD_CACHE:
     return in_range ? NBD_SUCCESS : NBD_EINVAL;

@@ -65,7 +65,8 @@ uint64_t nbd_request_payload_length(const struct nbd_request *req, bool extended
  *               command other than WRITE, a WRITE without PAYLOAD_LEN under extended
  *               headers; READ, WRITE, TRIM, WRITE_ZEROES, CACHE or BLOCK_STATUS whose offset
  *               or length is not a multiple of a min_block above 1;
- *   NBD_EPERM   WRITE, TRIM, WRITE_ZEROES on a read-only export;
+ *   NBD_EPERM   WRITE, TRIM, WRITE_ZEROES on a read-only export, whatever else is wrong
+ *               with them (checked before the flags, alignment and range: rule 17);
  *   NBD_ENOSPC  WRITE or WRITE_ZEROES past the end.
  * NBD_CMD_DISC is always valid. Length 0 is valid (the caller replies success without I/O). */
 uint32_t nbd_request_validate(const struct nbd_request *req,

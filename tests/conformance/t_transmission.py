@@ -65,7 +65,10 @@ def r17_read_only_refuses_writes(ctx):
                 (W.CMD_WRITE, 0, fake * 146 + bytes(4096 - 146 * 28), "WRITE"),
                 (W.CMD_TRIM, 0, b"", "TRIM"),
                 (W.CMD_WRITE_ZEROES, 0, b"", "WRITE_ZEROES"),
-                (W.CMD_WRITE_ZEROES, W.CMD_FLAG_NO_HOLE, b"", "WRITE_ZEROES with NO_HOLE")]:
+                (W.CMD_WRITE_ZEROES, W.CMD_FLAG_NO_HOLE, b"", "WRITE_ZEROES with NO_HOLE"),
+                # flags a read-only export does not advertise: still EPERM, not EINVAL
+                (W.CMD_WRITE, W.CMD_FLAG_FUA, bytes(4096), "WRITE with FUA"),
+                (W.CMD_WRITE_ZEROES, W.CMD_FLAG_FAST_ZERO, b"", "WRITE_ZEROES with FAST_ZERO")]:
             length = len(payload) if cmd == W.CMD_WRITE else 4096
             rep = w.request(cmd, 0, length, flags, payload)
             expect_error(rep, W.EPERM, f"{what} on a read-only export")
