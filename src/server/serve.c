@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -491,6 +492,25 @@ static int open_listeners(const struct serve_config *cfg, struct listener *ls, s
   return 0;
 }
 
+/* Raises the soft limit on open files to the hard limit. Each connection holds one
+ * descriptor, and the usual soft limit (1024, kept low for programs that use select(2),
+ * which diskgate does not) would refuse connections long before the hard limit (often
+ * 524288) does; QEMU raises its own limit the same way. Failure only leaves the limit as
+ * it was. Main thread, before any other thread starts. */
+static void serve_raise_fd_limit(void)
+{
+  struct rlimit rl;
+
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rlim_t was = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) == 0) {
+      log_debug("open files: soft limit raised from %llu to %llu", (unsigned long long)was,
+                (unsigned long long)rl.rlim_cur);
+    }
+  }
+}
+
 int serve_main(int argc, char **argv)
 {
   struct serve_config cfg = {0};
@@ -512,6 +532,7 @@ int serve_main(int argc, char **argv)
    * request). Freed memory above 64 MiB is still returned to the system. */
   mallopt(M_MMAP_THRESHOLD, (int)DG_MAX_PAYLOAD + 4096);
   mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
+  serve_raise_fd_limit();
   status = setup_tls(&cfg);
   if (status != 0) {
     return status;

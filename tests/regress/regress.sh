@@ -159,6 +159,22 @@ assert_eq "$(grep -c 'Too many open files' "$T/fd.log")" 1 "log lines for one sh
 grep -q 'descriptors are available again; [1-9][0-9]* connections* w[ae][sr]e* closed at once' \
   "$T/fd.log" || fail "no line for the end of the shortage: $(cat "$T/fd.log")"
 pass "out of descriptors: one line each way; $out"
+# 12. The soft limit on open files is raised to the hard limit at start (a tester ran out of
+#     descriptors at 64; with the usual soft limit of 1024, about 1000 connections were the
+#     most a server could take however high the hard limit was).
+truncate -s 16M "$T/lim.img"
+rm -f "$T/lim.sock"
+prlimit --nofile=64:4096 "$DISKGATE" serve --socket "$T/lim.sock" "$T/lim.img" >/dev/null \
+  2>"$T/lim.log" &
+lim_pid=$!
+for _ in $(seq 100); do [ -S "$T/lim.sock" ] && break; sleep 0.05; done
+[ -S "$T/lim.sock" ] || fail "prlimit 64:4096: the server did not start: $(cat "$T/lim.log")"
+assert_eq "$(awk '/^Max open files/ {print $4 ":" $5}' "/proc/$lim_pid/limits")" 4096:4096 \
+  "soft:hard limit on open files of a server started with 64:4096"
+kill -TERM "$lim_pid"
+rc=0; wait "$lim_pid" || rc=$?
+assert_eq "$rc" 0 "exit status (prlimit 64:4096)"
+pass "the soft limit on open files is raised to the hard limit"
 # 8. Large requests must not mmap and munmap their buffer each time (glibc's default
 #    threshold made every 1 MiB request a fresh mapping: a page-fault storm). glibc's malloc
 #    only: under AddressSanitizer its own allocator serves every allocation.
