@@ -141,6 +141,26 @@ static char *slurp(const char *path)
   return buf;
 }
 
+/* Writes r's bench.json to a temporary file and loads it back into *loaded (which must be
+ * static: the loader points it at its own storage). */
+static void json_round_trip(const struct bench_results *r, struct bench_results *loaded)
+{
+  char path[] = "/tmp/bench-report-XXXXXX";
+  char *json = render(bench_report_json_write, r);
+  int fd = mkstemp(path);
+  FILE *f;
+
+  assert_true(fd >= 0);
+  f = fdopen(fd, "w");
+  assert_non_null(f);
+  fputs(json, f);
+  assert_int_equal(fclose(f), 0);
+  memset(loaded, 0, sizeof(*loaded));
+  assert_int_equal(bench_load_json(path, loaded), 0);
+  unlink(path);
+  free(json);
+}
+
 static void test_markdown_matches_expected(void **state)
 {
   struct bench_results r;
@@ -315,22 +335,11 @@ static void test_json_round_trip(void **state)
 {
   static struct bench_results loaded;
   struct bench_results r;
-  char path[] = "/tmp/bench-report-XXXXXX";
-  char *json, *md, *want;
-  int fd;
-  FILE *f;
+  char *md, *want;
 
   (void)state;
   make_results(&r);
-  json = render(bench_report_json_write, &r);
-  fd = mkstemp(path);
-  assert_true(fd >= 0);
-  f = fdopen(fd, "w");
-  assert_non_null(f);
-  fputs(json, f);
-  assert_int_equal(fclose(f), 0);
-  assert_int_equal(bench_load_json(path, &loaded), 0);
-  unlink(path);
+  json_round_trip(&r, &loaded);
   md = render(bench_report_md_write, &loaded);
   want = slurp(BENCH_EXPECTED "/report.md");
   assert_string_equal(md, want);
@@ -339,7 +348,6 @@ static void test_json_round_trip(void **state)
   free(loaded.cells);
   free(md);
   free(want);
-  free(json);
   assert_int_equal(bench_load_json("/nonexistent/bench.json", &loaded), -ENOENT);
 }
 
@@ -349,10 +357,7 @@ static void test_rbd_group(void **state)
 {
   static struct bench_results loaded;
   struct bench_results r;
-  char path[] = "/tmp/bench-report-XXXXXX";
-  char *md, *md2, *svg, *json;
-  int fd;
-  FILE *f;
+  char *md, *md2, *svg;
 
   (void)state;
   make_results(&r);
@@ -385,20 +390,11 @@ static void test_rbd_group(void **state)
                              " |\n|---|---:|---:|---:|---:|\n| host |"));
   svg = render(bench_report_svg_write, &r);
   assert_non_null(strstr(svg, "RBD rows: % of qemu-nbd-rbd"));
-  json = render(bench_report_json_write, &r);
-  fd = mkstemp(path);
-  assert_true(fd >= 0);
-  f = fdopen(fd, "w");
-  assert_non_null(f);
-  fputs(json, f);
-  assert_int_equal(fclose(f), 0);
-  assert_int_equal(bench_load_json(path, &loaded), 0);
-  unlink(path);
+  json_round_trip(&r, &loaded);
   md2 = render(bench_report_md_write, &loaded);
   assert_string_equal(md2, md);
   free(loaded.cells);
   free(md2);
-  free(json);
   free(svg);
   free(md);
 }
@@ -422,27 +418,15 @@ static void test_title_names_the_selection(void **state)
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     static struct bench_results loaded;
     struct bench_results r;
-    char path[] = "/tmp/bench-title-XXXXXX";
-    char *md, *json, *md2;
+    char *md, *md2;
     size_t n = strlen(cases[i].title);
-    int fd;
-    FILE *f;
 
     make_results(&r);
     r.opts.configs = cases[i].configs;
     r.opts.workloads = cases[i].workloads;
     md = render(bench_report_md_write, &r);
     assert_memory_equal(md, cases[i].title, n);
-    json = render(bench_report_json_write, &r);
-    fd = mkstemp(path);
-    assert_true(fd >= 0);
-    f = fdopen(fd, "w");
-    assert_non_null(f);
-    fputs(json, f);
-    assert_int_equal(fclose(f), 0);
-    memset(&loaded, 0, sizeof(loaded));
-    assert_int_equal(bench_load_json(path, &loaded), 0);
-    unlink(path);
+    json_round_trip(&r, &loaded);
     if (cases[i].configs != NULL) {
       assert_string_equal(loaded.opts.configs, cases[i].configs);
     } else {
@@ -452,7 +436,6 @@ static void test_title_names_the_selection(void **state)
     assert_string_equal(md2, md);
     free(loaded.cells);
     free(md2);
-    free(json);
     free(md);
   }
 }
