@@ -3,7 +3,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -19,6 +18,7 @@
 #include <unistd.h>
 
 #include "nbd/proto.h"
+#include "server/accept_guard.h"
 #include "util/log.h"
 
 #define UNIX_SNDBUF_BYTES (4 * 1024 * 1024)
@@ -233,64 +233,13 @@ static void peer_name(int fd, const struct listener *l, char *out, size_t size)
   snprintf(out, size, "peer#%d", fd);
 }
 
-/* Out of file descriptors (EMFILE, ENFILE): one descriptor is kept in reserve so that a
- * waiting client can still be taken off the listen queue and closed at once (it sees the
- * connection close before the greeting) instead of waiting there until its own timeout,
- * and the condition is logged once when it starts and once when it ends, with the count
- * of clients turned away, not once per attempt. The reserve is /dev/null, opened at start
- * (a failure to open it only loses the turning away). Main thread (listen_run). */
-struct fd_shortage {
-  int reserve;          /* the reserve descriptor, or -1 while it is in use or unavailable */
-  bool short_now;       /* the last accept failed for want of descriptors */
-  unsigned long refused; /* clients closed at once since the shortage began */
-};
-
-/* An accept on `lfd` failed with `err` (EMFILE or ENFILE): turn one waiting client away
- * with the reserve descriptor; without one, wait 100 ms for connections to end. */
-static void fd_shortage_begin(struct fd_shortage *fs, int lfd, int err)
-{
-  int fd;
-
-  if (!fs->short_now) {
-    log_warn("accept: %s: new connections are closed at once until some end "
-             "(raise the limit: ulimit -n, or LimitNOFILE= in a systemd unit)", strerror(err));
-    fs->short_now = true;
-    fs->refused = 0;
-  }
-  if (fs->reserve < 0) {
-    usleep(100000);
-    return;
-  }
-  close(fs->reserve);
-  fs->reserve = -1;
-  fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-  if (fd >= 0) {
-    close(fd);
-    fs->refused++;
-  }
-  fs->reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
-}
-
-/* An accept succeeded: the shortage, if there was one, is over. */
-static void fd_shortage_end(struct fd_shortage *fs)
-{
-  if (fs->short_now) {
-    log_info("accept: descriptors are available again; %lu connection%s closed at once "
-             "meanwhile", fs->refused, fs->refused == 1 ? " was" : "s were");
-    fs->short_now = false;
-  }
-  if (fs->reserve < 0) {
-    fs->reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  }
-}
-
 int listen_run(struct server *s, struct listener *ls, size_t n, int stop_fd)
 {
-  struct fd_shortage fs = { .reserve = open("/dev/null", O_RDONLY | O_CLOEXEC) };
+  struct pollfd pfd[LISTEN_MAX + 1];
+  struct accept_guard guard;
   int rc;
 
-  struct pollfd pfd[LISTEN_MAX + 1];
-
+  accept_guard_init(&guard);
   for (size_t i = 0; i < n; i++) {
     pfd[i].fd = ls[i].fd;
     pfd[i].events = POLLIN;
@@ -311,6 +260,7 @@ int listen_run(struct server *s, struct listener *ls, size_t n, int stop_fd)
       break;
     }
     server_reap_handshakes(s);
+    accept_guard_tick(&guard);
     if (ready == 0) {
       continue;
     }
@@ -328,13 +278,12 @@ int listen_run(struct server *s, struct listener *ls, size_t n, int stop_fd)
       int fd = accept4(ls[i].fd, NULL, NULL, SOCK_CLOEXEC);
       if (fd < 0) {
         if (errno == EMFILE || errno == ENFILE) {
-          fd_shortage_begin(&fs, ls[i].fd, errno);
+          accept_guard_refuse(&guard, ls[i].fd, errno);
         } else if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED) {
           log_warn("accept: %s", strerror(errno));
         }
         continue;
       }
-      fd_shortage_end(&fs);
       if (ls[i].unix_path == NULL) {
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* spec rule 35 */
@@ -350,12 +299,10 @@ int listen_run(struct server *s, struct listener *ls, size_t n, int stop_fd)
       }
       char peer[96];
       peer_name(fd, &ls[i], peer, sizeof peer);
-      server_conn_start(s, fd, peer);
+      accept_guard_start_failed(&guard, server_conn_start(s, fd, peer));
     }
   }
-  if (fs.reserve >= 0) {
-    close(fs.reserve);
-  }
+  accept_guard_finish(&guard);
   return rc;
 }
 

@@ -1,0 +1,120 @@
+/* accept_guard.c: see accept_guard.h. */
+#include "server/accept_guard.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "util/log.h"
+
+static int reserve_open(void)
+{
+  return open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+void accept_guard_init(struct accept_guard *g)
+{
+  memset(g, 0, sizeof *g);
+  g->reserve = reserve_open();
+}
+
+/* What to raise for each kind of failure: the only advice a log line can give. */
+static const char *hint_of(int err)
+{
+  switch (err) {
+  case EMFILE:
+    return "this process's limit on open files is reached (diskgate raised its soft limit to "
+           "the hard limit at start): raise the hard limit (ulimit -Hn, LimitNOFILE= in a "
+           "systemd unit)";
+  case ENFILE:
+    return "the system's table of open files is full: raise fs.file-max (sysctl)";
+  case EAGAIN:
+    return "no thread could be started for a connection: raise the limit on processes "
+           "(ulimit -u, LimitNPROC=, kernel.threads-max)";
+  default:
+    return "out of memory for a new connection";
+  }
+}
+
+/* A failure of kind `err` now: the start of a spell, or more of the current one. */
+static void spell_note(struct accept_guard *g, int err)
+{
+  if (g->err == 0) {
+    log_warn("accept: %s; new connections are closed at once until it passes (%s)",
+             strerror(err), hint_of(err));
+    g->err = err;
+    g->refused = 0;
+  }
+  clock_gettime(CLOCK_MONOTONIC, &g->last);
+}
+
+static void spell_end(struct accept_guard *g, const char *why)
+{
+  log_info("accept: %s %s; %lu connection%s closed at once while it lasted", strerror(g->err),
+           why, g->refused, g->refused == 1 ? " was" : "s were");
+  g->err = 0;
+}
+
+void accept_guard_refuse(struct accept_guard *g, int lfd, int err)
+{
+  int fd;
+
+  assert(err == EMFILE || err == ENFILE);
+  spell_note(g, err);
+  if (g->reserve < 0) {
+    g->reserve = reserve_open();
+  }
+  if (g->reserve < 0) {
+    usleep(100000);
+    return;
+  }
+  close(g->reserve);
+  g->reserve = -1;
+  fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+  if (fd >= 0) {
+    close(fd);
+    g->refused++;
+  } else {
+    log_msg(LOG_DEBUG, "accept: the reserve descriptor was taken meanwhile (%s)",
+            strerror(errno));
+  }
+  g->reserve = reserve_open();
+}
+
+void accept_guard_start_failed(struct accept_guard *g, int rc)
+{
+  if (rc == -EAGAIN || rc == -ENOMEM) {
+    spell_note(g, -rc);
+    g->refused++;
+  }
+}
+
+void accept_guard_tick(struct accept_guard *g)
+{
+  struct timespec now;
+
+  if (g->reserve < 0) {
+    g->reserve = reserve_open();
+  }
+  if (g->err == 0) {
+    return;
+  }
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  if (now.tv_sec - g->last.tv_sec >= ACCEPT_GUARD_QUIET_S) {
+    spell_end(g, "no longer");
+  }
+}
+
+void accept_guard_finish(struct accept_guard *g)
+{
+  if (g->err != 0) {
+    spell_end(g, "until the server stopped");
+  }
+  if (g->reserve >= 0) {
+    close(g->reserve);
+    g->reserve = -1;
+  }
+}
