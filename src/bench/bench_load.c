@@ -15,8 +15,8 @@
 /* Storage for the strings opts points at. */
 static char loaded_profile[16];
 static char loaded_dir[PATH_MAX];
-static char loaded_configs[1024];
-static char loaded_workloads[1024];
+static char *loaded_configs;   /* heap copies (the values are not bounded), replaced */
+static char *loaded_workloads; /* at each load */
 
 static double num(const cJSON *o, const char *name)
 {
@@ -90,6 +90,20 @@ static int load_machine(const cJSON *m, struct bench_machine *out)
   return 0;
 }
 
+/* *out becomes a heap copy of the string `name` of o, or NULL when it is not a string (the
+ * previous copy is freed). Returns 0, or -ENOMEM. */
+static int option_copy(const cJSON *o, const char *name, char **out)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+  free(*out);
+  *out = NULL;
+  if (cJSON_IsString(v) && (*out = strdup(v->valuestring)) == NULL) {
+    return -ENOMEM;
+  }
+  return 0;
+}
+
 static int load_options(const cJSON *o, struct bench_results *r)
 {
   const cJSON *item;
@@ -99,15 +113,15 @@ static int load_options(const cJSON *o, struct bench_results *r)
   }
   str(o, "profile", loaded_profile, sizeof(loaded_profile));
   str(o, "dir", loaded_dir, sizeof(loaded_dir));
-  str(o, "configs_option", loaded_configs, sizeof(loaded_configs));
-  str(o, "workloads_option", loaded_workloads, sizeof(loaded_workloads));
   r->opts.profile = loaded_profile;
   r->opts.dir = loaded_dir;
   /* a string: --configs or --workloads was given; null or absent (older reports): not */
-  r->opts.configs = cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "configs_option"))
-                      ? loaded_configs : NULL;
-  r->opts.workloads = cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "workloads_option"))
-                        ? loaded_workloads : NULL;
+  if (option_copy(o, "configs_option", &loaded_configs) < 0 ||
+      option_copy(o, "workloads_option", &loaded_workloads) < 0) {
+    return -ENOMEM;
+  }
+  r->opts.configs = loaded_configs;
+  r->opts.workloads = loaded_workloads;
   r->opts.runs = (unsigned)num(o, "runs");
   r->opts.runtime_s = (unsigned)num(o, "runtime_s");
   r->opts.ramp_s = num(o, "ramp_s");

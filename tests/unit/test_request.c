@@ -510,6 +510,10 @@ static void test_rule17_read_only_write_trim_write_zeroes_eperm(void **state)
   assert_int_equal(validate(NBD_CMD_WRITE_ZEROES, NBD_CMD_FLAG_FAST_ZERO, 0, 512, &ro_bare),
                    NBD_EPERM);
   assert_int_equal(validate(NBD_CMD_TRIM, NBD_CMD_FLAG_FUA, 0, 512, &ro_bare), NBD_EPERM);
+  ro.min_block = 512; /* enforced (--unaligned error): EPERM still comes first */
+  assert_int_equal(validate(NBD_CMD_WRITE, 0, 1, 511, &ro), NBD_EPERM);
+  assert_int_equal(validate(NBD_CMD_WRITE_ZEROES, 0, 1, 511, &ro), NBD_EPERM);
+  assert_int_equal(validate(NBD_CMD_READ, 0, 1, 511, &ro), NBD_EINVAL);
 }
 
 static void test_rule25_read_write_over_max_payload_einval(void **state)
