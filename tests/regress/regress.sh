@@ -121,6 +121,7 @@ rm -f "$T/fd.sock"
 (ulimit -n 48; exec "$DISKGATE" serve --engine "${DG_ENGINE:-uring}" --handshake-timeout 60 \
   --socket "$T/fd.sock" "$T/fd.img") >/dev/null 2>"$T/fd.log" &
 fd_pid=$!
+DG_PIDS+=("$fd_pid") # stopped by the cleanup if a check fails
 for _ in $(seq 100); do [ -S "$T/fd.sock" ] && break; sleep 0.05; done
 [ -S "$T/fd.sock" ] || fail "fd limit 48: the server did not start: $(cat "$T/fd.log")"
 out=$($PY - "$T/fd.sock" "$T/fd.log" <<'PY' 2>&1) || fail "out of descriptors: $out"
@@ -192,6 +193,7 @@ hard=$(ulimit -Hn)
 prlimit --nofile="64:$hard" "$DISKGATE" serve --engine "${DG_ENGINE:-uring}" \
   --socket "$T/lim.sock" "$T/lim.img" >/dev/null 2>"$T/lim.log" &
 lim_pid=$!
+DG_PIDS+=("$lim_pid")
 for _ in $(seq 100); do [ -S "$T/lim.sock" ] && break; sleep 0.05; done
 [ -S "$T/lim.sock" ] || fail "prlimit 64:$hard: the server did not start: $(cat "$T/lim.log")"
 assert_eq "$(awk '/^Max open files/ {print $4 ":" $5}' "/proc/$lim_pid/limits")" "$hard:$hard" \
