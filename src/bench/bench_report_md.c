@@ -223,7 +223,11 @@ static void write_header(FILE *f, const struct bench_results *r)
   char size[32], took[32], copy[32];
 
   fmt_bytes(o->size, size, sizeof(size));
-  bench_report_fmt_duration(r->elapsed_s, took, sizeof(took));
+  if (r->elapsed_s < 0.5) {
+    bench_fmt(took, sizeof(took), "under 1s"); /* a copy-only run of a small tree: not "0s" */
+  } else {
+    bench_report_fmt_duration(r->elapsed_s, took, sizeof(took));
+  }
   /* --configs and --workloads replace the profile's rows and columns: say so (the values
    * are in the command line below). */
   const char *chosen = o->configs != NULL && o->workloads != NULL

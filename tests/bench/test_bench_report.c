@@ -259,6 +259,25 @@ static void test_formats(void **state)
   assert_string_equal(buf, "1h02m");
 }
 
+/* A run shorter than half a second (a copy-only run of a small tree) took "under 1s", not
+ * "0s" (a new user, 2026-12-01). */
+static void test_short_run_took_under_a_second(void **state)
+{
+  struct bench_results r;
+  char *md;
+
+  (void)state;
+  make_results(&r);
+  r.elapsed_s = 0.34;
+  md = render(bench_report_md_write, &r);
+  assert_non_null(strstr(md, ", took under 1s\n"));
+  free(md);
+  r.elapsed_s = 0.6;
+  md = render(bench_report_md_write, &r);
+  assert_non_null(strstr(md, ", took 1s\n"));
+  free(md);
+}
+
 static void test_json_keeps_every_run(void **state)
 {
   struct bench_results r;
@@ -463,6 +482,7 @@ int main(void)
     cmocka_unit_test(test_formats),
     cmocka_unit_test(test_partial_and_interrupted_cells),
     cmocka_unit_test(test_json_keeps_every_run),
+    cmocka_unit_test(test_short_run_took_under_a_second),
     cmocka_unit_test(test_svg_has_a_bar_per_cell),
     cmocka_unit_test(test_json_round_trip),
     cmocka_unit_test(test_rbd_group),
