@@ -64,10 +64,7 @@ void accept_guard_refuse(struct accept_guard *g, int lfd, int err)
 
   assert(err == EMFILE || err == ENFILE);
   spell_note(g, err);
-  if (g->reserve < 0) {
-    g->reserve = reserve_open();
-  }
-  if (g->reserve < 0) {
+  if (g->reserve < 0) { /* accept_guard_tick, earlier in this pass, could not take it again */
     usleep(100000);
     return;
   }
@@ -78,8 +75,7 @@ void accept_guard_refuse(struct accept_guard *g, int lfd, int err)
     close(fd);
     g->refused++;
   } else {
-    log_msg(LOG_DEBUG, "accept: the reserve descriptor was taken meanwhile (%s)",
-            strerror(errno));
+    log_msg(LOG_DEBUG, "accept with the reserve descriptor: %s", strerror(errno));
   }
   g->reserve = reserve_open();
 }

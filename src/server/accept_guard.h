@@ -31,15 +31,17 @@ void accept_guard_init(struct accept_guard *g);
 
 /* accept(2) on the listening socket `lfd` failed with `err` (EMFILE or ENFILE): starts or
  * extends the spell, and takes one waiting client off the queue with the reserve and closes
- * it. Without a reserve (another thread took the slot), waits 100 ms for connections to
- * end instead. */
+ * it. Without a reserve (another thread took the slot, and accept_guard_tick, which runs
+ * before the accepts of each pass, could not take it again), waits 100 ms for connections
+ * to end instead. */
 void accept_guard_refuse(struct accept_guard *g, int lfd, int err);
 
 /* server_conn_start failed with `rc` (-errno) for an accepted connection, which it closed:
  * -EAGAIN or -ENOMEM start or extend the spell; -ESHUTDOWN and others are ignored. */
 void accept_guard_start_failed(struct accept_guard *g, int rc);
 
-/* Each pass of the accept loop (at least once a second): takes the reserve again if it was
+/* Each pass of the accept loop (at least once a second), before its accepts: takes the
+ * reserve again if it was
  * lost, and ends the spell after ACCEPT_GUARD_QUIET_S seconds without a failure. */
 void accept_guard_tick(struct accept_guard *g);
 
