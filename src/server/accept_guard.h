@@ -41,8 +41,8 @@ void accept_guard_refuse(struct accept_guard *g, int lfd, int err);
 void accept_guard_start_failed(struct accept_guard *g, int rc);
 
 /* Each pass of the accept loop (at least once a second), before its accepts: takes the
- * reserve again if it was
- * lost, and ends the spell after ACCEPT_GUARD_QUIET_S seconds without a failure. */
+ * reserve again if it was lost, and ends the spell after ACCEPT_GUARD_QUIET_S seconds
+ * without a failure. */
 void accept_guard_tick(struct accept_guard *g);
 
 /* The accept loop ends: logs the end of a spell still going on, closes the reserve. */
