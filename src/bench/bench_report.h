@@ -19,7 +19,8 @@ void bench_report_fmt_latency(double us, char *buf, size_t len);
 /* Formats a percentage: "19%", "6.5%" under 10, "0.4%" under 1. */
 void bench_report_fmt_pct(double pct, char *buf, size_t len);
 
-/* Formats seconds as "42s", "3m05s", "1h02m". */
+/* Formats seconds as "42s", "3m05s", "1h02m"; a time above 0 and below half a second as
+ * "under 1s". */
 void bench_report_fmt_duration(double s, char *buf, size_t len);
 
 /* Writes the Markdown report: the header (command, machine, method), one table per group of

@@ -61,7 +61,9 @@ void bench_report_fmt_duration(double s, char *buf, size_t len)
 {
   long t = lround(s);
 
-  if (t < 60) {
+  if (s > 0 && s < 0.5) {
+    bench_fmt(buf, len, "under 1s"); /* a copy-only run of a small tree: not "0s" */
+  } else if (t < 60) {
     bench_fmt(buf, len, "%lds", t);
   } else if (t < 3600) {
     bench_fmt(buf, len, "%ldm%02lds", t / 60, t % 60);
@@ -223,11 +225,7 @@ static void write_header(FILE *f, const struct bench_results *r)
   char size[32], took[32], copy[32];
 
   fmt_bytes(o->size, size, sizeof(size));
-  if (r->elapsed_s < 0.5) {
-    bench_fmt(took, sizeof(took), "under 1s"); /* a copy-only run of a small tree: not "0s" */
-  } else {
-    bench_report_fmt_duration(r->elapsed_s, took, sizeof(took));
-  }
+  bench_report_fmt_duration(r->elapsed_s, took, sizeof(took));
   /* --configs and --workloads replace the profile's rows and columns: say so (the values
    * are in the command line below). */
   const char *chosen = o->configs != NULL && o->workloads != NULL
