@@ -129,7 +129,7 @@ cluster_answers() {
   while read -r pid _; do
     our_pid "$pid" || return 1
   done <"$DIR/pids"
-  CEPH_CLI_TIMEOUT=10 ceph_cli osd dump 2>/dev/null | grep -q '^osd\.0 up' || return 1
+  CEPH_CLI_TIMEOUT=10 ceph_cli osd dump 2>/dev/null | grep '^osd\.0 up' >/dev/null || return 1
   timeout 10 rbd -c "$CONF" ls rbd >/dev/null 2>&1
 }
 
@@ -277,7 +277,7 @@ do_start() {
   disown $!
 
   for i in $(seq 1 300); do
-    if ceph_cli osd dump 2>/dev/null | grep -q '^osd\.0 up'; then
+    if ceph_cli osd dump 2>/dev/null | grep '^osd\.0 up' >/dev/null; then
       break
     fi
     while read -r pid name; do
@@ -285,7 +285,7 @@ do_start() {
     done <"$DIR/pids"
     sleep 0.2
   done
-  ceph_cli osd dump | grep -q '^osd\.0 up' || die "osd.0 did not come up"
+  ceph_cli osd dump | grep '^osd\.0 up' >/dev/null || die "osd.0 did not come up"
 
   local out
   out=$(ceph_cli osd pool create rbd 8 8 2>&1) || die "pool create failed: $out"

@@ -14,7 +14,7 @@ for uri in "$DG_TCP" "$DG_UNIX"; do
   # The export is found by name only: a wrong name is refused.
   if nbdinfo "${uri/vm1/nosuch}" >/dev/null 2>&1; then fail "unknown export accepted"; fi
 done
-nbdinfo --list "$DG_TCP" | grep -q 'export="vm1"' || fail "nbdinfo --list does not show vm1"
+nbdinfo --list "$DG_TCP" | grep 'export="vm1"' >/dev/null || fail "nbdinfo --list does not show vm1"
 # The description rides in NBD_REP_SERVER's details, where nbdinfo --list reads it (it used
 # to show none, while plain nbdinfo, through NBD_INFO_DESCRIPTION, did).
 assert_eq "$(nbdinfo --list --json "$DG_UNIX" | $PY -c 'import json, sys; print(json.load(sys.stdin)["exports"][0]["description"])')" \

@@ -15,7 +15,7 @@ tls_uris "$T/cli"
 
 for uri in "$DGS_TCP" "$DGS_UNIX"; do
   assert_eq "$(nbdinfo --size "$uri")" 67108864 "size over $uri"
-  nbdinfo "$uri" | grep -q 'with TLS' || fail "nbdinfo $uri: TLS not negotiated"
+  nbdinfo "$uri" | grep 'with TLS' >/dev/null || fail "nbdinfo $uri: TLS not negotiated"
 done
 
 # Plain clients: refused, with the reason.
