@@ -25,6 +25,7 @@
 #include "nbd/request.h"
 #include "server/conn.h"
 #include "server/txn.h"
+#include "server/txn_split.h"
 #include "util/log.h"
 
 #define WRITER_BATCH 64 /* replies per sendmsg at most */
@@ -36,6 +37,9 @@ static void reply_queue(struct conn_req *r)
 
   r->next = NULL;
   pthread_mutex_lock(&c->lock);
+  if (r->parent != NULL) {
+    txn_split_arrived(r);
+  }
   if (c->reply_tail != NULL) {
     c->reply_tail->next = r;
   } else {
@@ -77,15 +81,13 @@ static void *writer_main(void *arg)
     failed = c->send_failed;
     pthread_mutex_unlock(&c->lock);
 
-    count = 0;
     for (r = batch; r != NULL; r = r->next) {
       iov[n].iov_base = r->hdr;
       iov[n++].iov_len = r->hdr_len;
       if (r->send_data) {
-        iov[n].iov_base = r->buf;
+        iov[n].iov_base = r->op.buf; /* READ data; BLOCK_STATUS extents */
         iov[n++].iov_len = txn_data_length(r);
       }
-      count++;
     }
     if (!failed && transport_writev_full(&c->transport, iov, n) < 0) {
       pthread_mutex_lock(&c->lock);
@@ -94,10 +96,15 @@ static void *writer_main(void *arg)
       shutdown(c->transport.fd, SHUT_RDWR); /* the peer is gone: wake the reader */
     }
     size_t bytes = 0;
+    count = 0; /* requests these replies complete: a part completes its READ only last */
     while (batch != NULL) {
-      r = batch->next;
-      bytes += batch->cost;
-      txn_free(batch);
+      r = batch->next; /* before txn_split_finished: a part goes back to the pool */
+      struct conn_req *done = txn_split_finished(batch);
+      if (done != NULL) {
+        bytes += done->cost;
+        txn_free(done);
+        count++;
+      }
       batch = r;
     }
     pthread_mutex_lock(&c->lock);
@@ -215,7 +222,12 @@ static int request_handle_one(struct conn *c, const struct nbd_export_limits *li
     txn_free(r);
     return -ECONNRESET;
   }
-  txn_submit(r, false);
+  struct conn_req *parts = txn_split_wanted(c, r) ? txn_split_make(c, r) : NULL;
+  if (parts != NULL) {
+    txn_split_submit(parts, NULL, false);
+  } else {
+    txn_submit(r, false);
+  }
   return 0;
 }
 

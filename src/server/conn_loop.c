@@ -7,9 +7,11 @@
  * Requests are parsed straight out of the receive buffer; a WRITE payload longer than what
  * arrived with its header is received directly into the request's buffer. At most
  * server->max_inflight requests are read and not yet replied to; beyond that no RECV is
- * posted. Replies leave in completion order, up to SEND_BATCH per SENDMSG. A write that
- * must wait for another connection's overlapping write (fence.h) is parked and started by
- * the completion that unblocks it (txn_submit), never waited for on the loop. The
+ * posted. Replies leave in completion order, up to SEND_BATCH per SENDMSG; a large READ
+ * goes as parts, each a chunk of its own (txn_split.h), and counts as one request. A
+ * write that must wait for another connection's overlapping write (fence.h) is parked
+ * and started by the completion that unblocks it (txn_submit), never waited for on the
+ * loop. The
  * connection is finished once reading has stopped (DISC, the peer closed, a protocol
  * error, shutdown) and every request has been replied to.
  */
@@ -26,6 +28,7 @@
 #include "server/loop.h"
 #include "server/txn.h"
 #include "server/txn_pool.h"
+#include "server/txn_split.h"
 #include "util/log.h"
 
 #define RECV_BUFFER (256u * 1024u)
@@ -76,15 +79,29 @@ static void reading_stop(struct conn *c, const char *why)
   lc->reading_done = true;
 }
 
+/* Frees r, whose reply was sent or dropped. A part (txn_split.h) completes its request
+ * only when it is the last. */
+static void reply_release(struct lconn *lc, struct conn_req *r)
+{
+  r = txn_split_finished(r);
+  if (r == NULL) {
+    return;
+  }
+  lc->inflight_bytes -= r->cost;
+  txn_free(r);
+  lc->inflight--;
+}
+
 void conn_loop_on_reply(struct conn *c, struct conn_req *r)
 {
   struct lconn *lc = c->loop_state;
 
   r->next = NULL;
+  if (r->parent != NULL) {
+    txn_split_arrived(r);
+  }
   if (lc->send_failed) { /* the peer is gone: drop the reply */
-    lc->inflight_bytes -= r->cost;
-    txn_free(r);
-    lc->inflight--;
+    reply_release(lc, r);
   } else {
     if (lc->sendq_tail != NULL) {
       lc->sendq_tail->next = r;
@@ -140,6 +157,20 @@ static void submit(struct conn *c, struct conn_req *r)
     r->op.fixed_buf = r->buf_fixed;
   }
   txn_submit(r, true);
+}
+
+/* Starts r: a large READ as parts answered as they complete (txn_split.h), whole when
+ * the parts cannot be allocated. */
+static void submit_or_split(struct conn *c, struct conn_req *r)
+{
+  struct lconn *lc = c->loop_state;
+  struct conn_req *parts = txn_split_wanted(c, r) ? txn_split_make(c, r) : NULL;
+
+  if (parts != NULL) {
+    txn_split_submit(parts, loop_engine(lc->loop), true);
+  } else {
+    submit(c, r);
+  }
 }
 
 static void refuse(struct conn *c, const struct nbd_request *req, uint32_t error,
@@ -232,7 +263,7 @@ static void parse(struct conn *c)
         break;
       }
     }
-    submit(c, r);
+    submit_or_split(c, r);
   }
 }
 
@@ -312,7 +343,7 @@ static void post_send(struct conn *c)
     lc->iov[n].iov_base = r->hdr;
     lc->iov[n++].iov_len = r->hdr_len;
     if (r->send_data) {
-      lc->iov[n].iov_base = r->buf;
+      lc->iov[n].iov_base = r->op.buf; /* READ data; BLOCK_STATUS extents */
       lc->iov[n++].iov_len = txn_data_length(r);
     }
     count++;
@@ -342,10 +373,8 @@ static void sending_release(struct conn *c)
   while (lc->sending != NULL) {
     struct conn_req *r = lc->sending;
     lc->sending = r->next;
-    lc->inflight_bytes -= r->cost;
-    txn_free(r);
+    reply_release(lc, r);
   }
-  lc->inflight -= lc->sending_count;
   lc->sending_count = 0;
 }
 
@@ -364,9 +393,7 @@ void conn_loop_on_send(struct conn *c, int32_t res)
     while (lc->sendq != NULL) {
       struct conn_req *r = lc->sendq;
       lc->sendq = r->next;
-      lc->inflight_bytes -= r->cost;
-      txn_free(r);
-      lc->inflight--;
+      reply_release(lc, r);
     }
     lc->sendq_tail = NULL;
     return;

@@ -245,27 +245,29 @@ void txn_reply_encode(struct conn_req *r, uint32_t error, const char *message)
   const struct nbd_request *req = &r->req;
   struct conn *c = r->conn;
   bool ext = c->extended_headers;
+  /* An extended header echoes the request's offset (spec rule 16): a part's parent's. */
+  uint64_t echo = r->parent != NULL ? r->parent->req.offset : req->offset;
 
   r->send_data = false;
   r->data_len = 0;
   if (error != NBD_SUCCESS && c->structured_replies) {
-    r->hdr_len = nbd_error_reply_encode(r->hdr, ext, req->cookie, req->offset, error, message);
+    r->hdr_len = nbd_error_reply_encode(r->hdr, ext, req->cookie, echo, error, message);
     return;
   }
   if (req->type == NBD_CMD_READ && c->structured_replies) {
     if (req->length == 0) {
       r->hdr_len = nbd_reply_header_encode(r->hdr, ext, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_NONE,
-                                           req->cookie, req->offset, 0);
+                                           req->cookie, echo, 0);
     } else if (req->length >= SPARSE_READ_MIN && !(req->flags & NBD_CMD_FLAG_DF) &&
-               buffer_is_zero(r->buf, (size_t)req->length)) {
+               buffer_is_zero(r->op.buf, (size_t)req->length)) {
       size_t n = nbd_reply_header_encode(r->hdr, ext, NBD_REPLY_FLAG_DONE,
-                                         NBD_REPLY_TYPE_OFFSET_HOLE, req->cookie, req->offset, 12);
+                                         NBD_REPLY_TYPE_OFFSET_HOLE, req->cookie, echo, 12);
       bytes_put_be64(r->hdr + n, req->offset);
       bytes_put_be32(r->hdr + n + 8, (uint32_t)req->length);
       r->hdr_len = n + 12;
     } else {
       size_t n = nbd_reply_header_encode(r->hdr, ext, NBD_REPLY_FLAG_DONE,
-                                         NBD_REPLY_TYPE_OFFSET_DATA, req->cookie, req->offset,
+                                         NBD_REPLY_TYPE_OFFSET_DATA, req->cookie, echo,
                                          8 + req->length);
       bytes_put_be64(r->hdr + n, req->offset);
       r->hdr_len = n + 8;

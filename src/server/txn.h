@@ -28,6 +28,11 @@ struct conn_req {
   size_t cost;          /* bytes of buf: counted against the connection's byte budget */
   bool fenced;          /* fence_entry is registered with the export */
   struct fence_entry fence_entry;
+  /* A part of a READ answered in parts (txn_split.h): its data is op.buf, inside the
+   * parent's buffer; the parent counts the parts whose reply is not ready yet. */
+  struct conn_req *parent;
+  unsigned parts_left;
+  bool last_part;       /* the part whose chunk carries NBD_REPLY_FLAG_DONE */
   /* the encoded reply */
   uint8_t hdr[NBD_ERROR_CHUNK_MAX + 16];
   size_t hdr_len;
@@ -87,7 +92,8 @@ void txn_submit(struct conn_req *r, bool nonblocking);
 /* Encodes the reply to r with `error` (an NBD error value) in the negotiated style. */
 void txn_reply_encode(struct conn_req *r, uint32_t error, const char *message);
 
-/* Bytes of r->buf that follow the header on the wire when r->send_data. */
+/* Bytes that follow the header on the wire when r->send_data: r->op.buf for READ (r->buf,
+ * or the parent's buffer for a part), r->buf for BLOCK_STATUS. */
 size_t txn_data_length(const struct conn_req *r);
 
 /* Returns r and its buffer to the connection's pool (txn_pool.h), or frees them. Any
