@@ -70,7 +70,7 @@ else
   # apt lists (it changes only with apt-get update).
   resolve_kpkg() {
     apt-cache depends --important linux-image-amd64 2>/dev/null |
-      awk '$1 ~ /Depends:/ && $2 ~ /^linux-image-[0-9]/ { print $2; exit }'
+      awk '$1 ~ /Depends:/ && $2 ~ /^linux-image-[0-9]/ && k == "" { k = $2 } END { print k }'
   }
   lists_sig() { stat -c '%n %s %Y' /var/lib/apt/lists/*_Packages* 2>/dev/null | sha256sum | cut -c1-16; }
   mkdir -p "$cache" || die "cannot create cache directory $cache (set DISKGATE_CACHE?)"
@@ -86,7 +86,7 @@ else
       rfile=$cache/kernel-package-$(lists_sig)
     fi
     [ -n "$kpkg" ] || die "cannot resolve linux-image-amd64's kernel package (apt-get update?)"
-    kver=$(apt-cache show --no-all-versions "$kpkg" 2>/dev/null | awk '/^Version:/ { print $2; exit }')
+    kver=$(apt-cache show --no-all-versions "$kpkg" 2>/dev/null | awk '/^Version:/ && v == "" { v = $2 } END { print v }')
     [ -n "$kver" ] || die "no version known for $kpkg"
     echo "$kpkg $kver" >"$rfile.$$" && mv -f "$rfile.$$" "$rfile"
   fi
@@ -141,7 +141,7 @@ else
 fi
 kroot=$work/kernel
 dpkg-deb -x "$deb" "$kroot"
-vmlinuz=$(ls "$kroot"/boot/vmlinuz-* 2>/dev/null | head -n1)
+vmlinuz=$(ls "$kroot"/boot/vmlinuz-* 2>/dev/null | sed -n 1p)
 [ -n "$vmlinuz" ] || die "no /boot/vmlinuz-* in $deb"
 kabi=$(basename "$vmlinuz"); kabi=${kabi#vmlinuz-}
 moddir=lib/modules/$kabi
