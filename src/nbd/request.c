@@ -281,6 +281,21 @@ size_t nbd_error_reply_encode(uint8_t *out, bool extended, uint64_t cookie, uint
   return NBD_EXTENDED_REPLY_SIZE + n;
 }
 
+size_t nbd_error_offset_reply_encode(uint8_t *out, bool extended, uint64_t cookie,
+                                     uint64_t offset, uint32_t error, const char *message,
+                                     uint64_t error_offset)
+{
+  size_t head = extended ? NBD_EXTENDED_REPLY_SIZE : NBD_STRUCTURED_REPLY_SIZE;
+  size_t n = nbd_error_reply_encode(out, extended, cookie, offset, error, message);
+
+  bytes_put_be64(out + n, error_offset);
+  n += 8;
+  (void)nbd_reply_header_encode(out, extended, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR_OFFSET,
+                                cookie, offset, n - head);
+  assert(n <= NBD_ERROR_OFFSET_REPLY_MAX);
+  return n;
+}
+
 size_t nbd_block_status_encode(uint8_t *hdr, bool extended, uint64_t cookie, uint64_t offset,
                                uint32_t context_id, struct nbd_extent *extents,
                                uint32_t count, size_t *payload_bytes)

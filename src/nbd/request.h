@@ -112,6 +112,17 @@ size_t nbd_error_chunk_encode(uint8_t *out, uint64_t cookie, uint32_t error,
 size_t nbd_error_reply_encode(uint8_t *out, bool extended, uint64_t cookie, uint64_t offset,
                               uint32_t error, const char *message);
 
+/* Writes a whole NBD_REPLY_TYPE_ERROR_OFFSET chunk (DONE set) in the negotiated style: the
+ * payload of nbd_error_reply_encode followed by the 64-bit `error_offset` (bytes, the
+ * first byte the error concerns; it must lie inside the request: rule 31). `offset` is
+ * the request's, echoed by an extended header. `out` must hold NBD_ERROR_OFFSET_REPLY_MAX
+ * bytes. Returns the bytes written. Any thread. Source: doc/proto.md "Structured reply
+ * types" (the chunk may appear several times in one reply, once per offset). */
+#define NBD_ERROR_OFFSET_REPLY_MAX (NBD_ERROR_CHUNK_MAX + 12u + 8u)
+size_t nbd_error_offset_reply_encode(uint8_t *out, bool extended, uint64_t cookie,
+                                     uint64_t offset, uint32_t error, const char *message,
+                                     uint64_t error_offset);
+
 /* One base:allocation extent. */
 struct nbd_extent {
   uint64_t length; /* bytes, > 0 */

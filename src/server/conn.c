@@ -37,9 +37,7 @@ static void reply_queue(struct conn_req *r)
 
   r->next = NULL;
   pthread_mutex_lock(&c->lock);
-  if (r->parent != NULL) {
-    txn_split_arrived(r);
-  }
+  txn_split_queue_reply(r);
   if (c->reply_tail != NULL) {
     c->reply_tail->next = r;
   } else {
@@ -98,8 +96,8 @@ static void *writer_main(void *arg)
     size_t bytes = 0;
     count = 0; /* requests these replies complete: a part completes its READ only last */
     while (batch != NULL) {
-      r = batch->next; /* before txn_split_finished: a part goes back to the pool */
-      struct conn_req *done = txn_split_finished(batch);
+      r = batch->next; /* before the release: a last part frees every part */
+      struct conn_req *done = txn_split_release_reply(batch);
       if (done != NULL) {
         bytes += done->cost;
         txn_free(done);
@@ -222,10 +220,7 @@ static int request_handle_one(struct conn *c, const struct nbd_export_limits *li
     txn_free(r);
     return -ECONNRESET;
   }
-  struct conn_req *parts = txn_split_wanted(c, r) ? txn_split_make(c, r) : NULL;
-  if (parts != NULL) {
-    txn_split_submit(parts, NULL, false);
-  } else {
+  if (!txn_split_start(c, r, NULL, false)) {
     txn_submit(r, false);
   }
   return 0;

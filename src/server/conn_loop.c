@@ -11,9 +11,8 @@
  * goes as parts, each a chunk of its own (txn_split.h), and counts as one request. A
  * write that must wait for another connection's overlapping write (fence.h) is parked
  * and started by the completion that unblocks it (txn_submit), never waited for on the
- * loop. The
- * connection is finished once reading has stopped (DISC, the peer closed, a protocol
- * error, shutdown) and every request has been replied to.
+ * loop. The connection is finished once reading has stopped (DISC, the peer closed, a
+ * protocol error, shutdown) and every request has been replied to.
  */
 #include "server/conn_loop.h"
 
@@ -83,7 +82,7 @@ static void reading_stop(struct conn *c, const char *why)
  * only when it is the last. */
 static void reply_release(struct lconn *lc, struct conn_req *r)
 {
-  r = txn_split_finished(r);
+  r = txn_split_release_reply(r);
   if (r == NULL) {
     return;
   }
@@ -97,9 +96,7 @@ void conn_loop_on_reply(struct conn *c, struct conn_req *r)
   struct lconn *lc = c->loop_state;
 
   r->next = NULL;
-  if (r->parent != NULL) {
-    txn_split_arrived(r);
-  }
+  txn_split_queue_reply(r);
   if (lc->send_failed) { /* the peer is gone: drop the reply */
     reply_release(lc, r);
   } else {
@@ -157,20 +154,6 @@ static void submit(struct conn *c, struct conn_req *r)
     r->op.fixed_buf = r->buf_fixed;
   }
   txn_submit(r, true);
-}
-
-/* Starts r: a large READ as parts answered as they complete (txn_split.h), whole when
- * the parts cannot be allocated. */
-static void submit_or_split(struct conn *c, struct conn_req *r)
-{
-  struct lconn *lc = c->loop_state;
-  struct conn_req *parts = txn_split_wanted(c, r) ? txn_split_make(c, r) : NULL;
-
-  if (parts != NULL) {
-    txn_split_submit(parts, loop_engine(lc->loop), true);
-  } else {
-    submit(c, r);
-  }
 }
 
 static void refuse(struct conn *c, const struct nbd_request *req, uint32_t error,
@@ -263,7 +246,9 @@ static void parse(struct conn *c)
         break;
       }
     }
-    submit_or_split(c, r);
+    if (!txn_split_start(c, r, loop_engine(lc->loop), true)) {
+      submit(c, r);
+    }
   }
 }
 

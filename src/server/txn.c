@@ -156,14 +156,16 @@ static void txn_complete(struct backing_op *op, int result)
     fence_end(&r->conn->export->fence, &r->fence_entry);
     r->fenced = false;
   }
-  if (result < 0) {
-    /* One line per failure, but a full disk fails thousands of writes: after the first
-     * ten on a connection, one line per thousand. */
+  /* One line per failed request, but a full disk fails thousands of writes: after the
+   * first ten on a connection, one line per thousand. A READ answered in parts is one
+   * request: logged once, with the range the client asked for, whichever parts fail. */
+  if (result < 0 && (r->parent == NULL || !atomic_exchange(&r->parent->failure_logged, true))) {
+    const struct nbd_request *req = r->parent != NULL ? &r->parent->req : &r->req;
     unsigned n = atomic_fetch_add(&r->conn->failures, 1) + 1;
     if (n <= 10 || n % 1000 == 0) {
       log_warn("%s: %s offset %llu length %llu failed: %s%s", r->conn->peer,
-               nbd_command_name(r->req.type), (unsigned long long)r->req.offset,
-               (unsigned long long)r->req.length, strerror(-result),
+               nbd_command_name(req->type), (unsigned long long)req->offset,
+               (unsigned long long)req->length, strerror(-result),
                n == 10 ? " (further failures are logged once per 1000)"
                        : n > 10 ? " (1000 more failures)" : "");
     }
@@ -250,6 +252,12 @@ void txn_reply_encode(struct conn_req *r, uint32_t error, const char *message)
 
   r->send_data = false;
   r->data_len = 0;
+  if (error != NBD_SUCCESS && c->structured_replies && r->parent != NULL) {
+    /* A part: the error at its own offset, so the other parts' data stays valid. */
+    r->hdr_len = nbd_error_offset_reply_encode(r->hdr, ext, req->cookie, echo, error, message,
+                                               req->offset);
+    return;
+  }
   if (error != NBD_SUCCESS && c->structured_replies) {
     r->hdr_len = nbd_error_reply_encode(r->hdr, ext, req->cookie, echo, error, message);
     return;

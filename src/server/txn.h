@@ -8,6 +8,7 @@
 #ifndef DISKGATE_SERVER_TXN_H
 #define DISKGATE_SERVER_TXN_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -22,19 +23,22 @@ struct conn_req {
   struct backing_op op; /* first: completions find the request from the op */
   struct conn *conn;
   struct nbd_request req;
-  void *buf;            /* READ data, WRITE payload, BLOCK_STATUS extents; 4096-aligned */
+  void *buf;            /* READ data, WRITE payload, BLOCK_STATUS extents; 4096-aligned
+                           (NULL for a part: its data is op.buf, in the parent's buf) */
   size_t buf_cap;       /* bytes allocated at buf (txn_pool.c keeps buffers for reuse) */
   unsigned buf_fixed;   /* buf registered with a loop's ring: slot + 1 (loop_bufs.h), or 0 */
   size_t cost;          /* bytes of buf: counted against the connection's byte budget */
   bool fenced;          /* fence_entry is registered with the export */
   struct fence_entry fence_entry;
-  /* A part of a READ answered in parts (txn_split.h): its data is op.buf, inside the
-   * parent's buffer; the parent counts the parts whose reply is not ready yet. */
+  /* A READ answered in parts (txn_split.h): the parent owns the parts (one allocation)
+   * and counts those whose reply is not queued yet; each part points to its parent. */
+  struct conn_req *parts;
   struct conn_req *parent;
   unsigned parts_left;
   bool last_part;       /* the part whose chunk carries NBD_REPLY_FLAG_DONE */
+  atomic_bool failure_logged; /* a parent: one of its parts' failures was logged */
   /* the encoded reply */
-  uint8_t hdr[NBD_ERROR_CHUNK_MAX + 16];
+  uint8_t hdr[NBD_ERROR_OFFSET_REPLY_MAX];
   size_t hdr_len;
   bool send_data;       /* data_len bytes of buf follow hdr */
   size_t data_len;
@@ -92,8 +96,9 @@ void txn_submit(struct conn_req *r, bool nonblocking);
 /* Encodes the reply to r with `error` (an NBD error value) in the negotiated style. */
 void txn_reply_encode(struct conn_req *r, uint32_t error, const char *message);
 
-/* Bytes that follow the header on the wire when r->send_data: r->op.buf for READ (r->buf,
- * or the parent's buffer for a part), r->buf for BLOCK_STATUS. */
+/* The number of bytes that follow r's reply header on the wire: data_len when
+ * r->send_data, else 0. The transmission paths send them from r->op.buf (READ data, in
+ * the parent's buffer for a part; BLOCK_STATUS extents, where op.buf is r->buf). */
 size_t txn_data_length(const struct conn_req *r);
 
 /* Returns r and its buffer to the connection's pool (txn_pool.h), or frees them. Any

@@ -298,6 +298,54 @@ static void test_rule30_block_status_compact_caps_long_extent(void **state)
   assert_memory_equal((const uint8_t *)ext, expect_desc, sizeof expect_desc);
 }
 
+/* A failed part of a READ answered in parts (server/txn_split.h) is reported at its own
+ * offset: NBD_REPLY_TYPE_ERROR_OFFSET, the error payload followed by that offset; the
+ * extended header still echoes the request's offset. */
+static void test_rule31_error_offset_reply_layout(void **state)
+{
+  uint8_t out[NBD_ERROR_OFFSET_REPLY_MAX + 1];
+  const uint8_t compact[20 + 6 + 2 + 8 + 1] = {
+      0x66, 0x8E, 0x33, 0xEF,                         /* magic */
+      0x00, 0x01,                                     /* DONE */
+      0x80, 0x02,                                     /* NBD_REPLY_TYPE_ERROR_OFFSET */
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x05, /* cookie */
+      0x00, 0x00, 0x00, 0x10,                         /* length: 6 + 2 + 8 */
+      0x00, 0x00, 0x00, 0x05,                         /* NBD_EIO */
+      0x00, 0x02,                                     /* message length */
+      'i', 'o',
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, /* error offset 0x140000 */
+      0xEE};
+  const uint8_t extended[32 + 6 + 8 + 1] = {
+      0x6E, 0x8A, 0x27, 0x8C,                         /* NBD_EXTENDED_REPLY_MAGIC */
+      0x00, 0x01,                                     /* DONE */
+      0x80, 0x02,                                     /* NBD_REPLY_TYPE_ERROR_OFFSET */
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x05, /* cookie */
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, /* the request's offset 0x100000 */
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0E, /* length: 6 + 8 */
+      0x00, 0x00, 0x00, 0x05,                         /* NBD_EIO */
+      0x00, 0x00,                                     /* no message */
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, /* error offset 0x140000 */
+      0xEE};
+  char longest[NBD_ERROR_MESSAGE_MAX + 10];
+
+  (void)state;
+  memset(out, 0xEE, sizeof out);
+  assert_int_equal(nbd_error_offset_reply_encode(out, false, 5, 0x100000, NBD_EIO, "io", 0x140000),
+                   36);
+  assert_memory_equal(out, compact, sizeof compact);
+  memset(out, 0xEE, sizeof out);
+  assert_int_equal(nbd_error_offset_reply_encode(out, true, 5, 0x100000, NBD_EIO, NULL, 0x140000),
+                   46);
+  assert_memory_equal(out, extended, sizeof extended);
+  /* The longest message fills the buffer exactly, extended header and offset included. */
+  memset(longest, 'm', sizeof longest - 1);
+  longest[sizeof longest - 1] = '\0';
+  memset(out, 0xEE, sizeof out);
+  assert_int_equal(nbd_error_offset_reply_encode(out, true, 5, 0, NBD_EIO, longest, 0),
+                   NBD_ERROR_OFFSET_REPLY_MAX);
+  assert_int_equal(out[NBD_ERROR_OFFSET_REPLY_MAX], 0xEE);
+}
+
 static void test_rule16_rule30_block_status_extended_layout(void **state)
 {
   struct nbd_extent ext[2] = {{UINT64_C(1) << 33, NBD_STATE_ZERO}, {512, 0}};
@@ -422,6 +470,7 @@ int main(void)
       cmocka_unit_test(test_rule16_extended_reply_header_echoes_offset),
       cmocka_unit_test(test_rule16_reply_header_encode_both_styles),
       cmocka_unit_test(test_rule16_error_reply_extended_layout),
+      cmocka_unit_test(test_rule31_error_offset_reply_layout),
       cmocka_unit_test(test_rule30_block_status_compact_layout),
       cmocka_unit_test(test_rule30_block_status_compact_caps_long_extent),
       cmocka_unit_test(test_rule16_rule30_block_status_extended_layout),
