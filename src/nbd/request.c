@@ -218,6 +218,12 @@ void nbd_ext_reply_header_encode(uint8_t out[NBD_EXTENDED_REPLY_SIZE], uint16_t 
   bytes_put_be64(out + 24, length);
 }
 
+void nbd_reply_header_clear_done(uint8_t *hdr)
+{
+  assert(bytes_get_be16(hdr + 4) & NBD_REPLY_FLAG_DONE);
+  bytes_put_be16(hdr + 4, (uint16_t)(bytes_get_be16(hdr + 4) & ~NBD_REPLY_FLAG_DONE));
+}
+
 size_t nbd_reply_header_encode(uint8_t *out, bool extended, uint16_t flags, uint16_t type,
                                uint64_t cookie, uint64_t offset, uint64_t length)
 {

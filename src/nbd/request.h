@@ -80,6 +80,12 @@ void nbd_simple_reply_encode(uint8_t out[NBD_SIMPLE_REPLY_SIZE], uint32_t error,
 void nbd_chunk_header_encode(uint8_t out[NBD_STRUCTURED_REPLY_SIZE], uint16_t flags,
                              uint16_t type, uint64_t cookie, uint32_t length);
 
+/* Clears NBD_REPLY_FLAG_DONE in a chunk header written by nbd_chunk_header_encode or
+ * nbd_ext_reply_header_encode (the flags are bytes 4-5 of both), for a chunk encoded whole
+ * before the sender knew whether more chunks of its reply follow. Any thread.
+ * Source: doc/proto.md "Structured reply flags". */
+void nbd_reply_header_clear_done(uint8_t *hdr);
+
 /* Writes a 32-byte extended reply header (extension-ext-header): flags, type, the
  * request's cookie and offset, payload length. */
 void nbd_ext_reply_header_encode(uint8_t out[NBD_EXTENDED_REPLY_SIZE], uint16_t flags,

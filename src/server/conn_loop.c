@@ -48,7 +48,6 @@ struct lconn {
   /* sending */
   struct conn_req *sendq, *sendq_tail;
   struct conn_req *sending;      /* the batch of the SENDMSG in flight */
-  unsigned sending_count;
   bool send_posted;
   bool send_failed;
   struct msghdr msg;
@@ -341,7 +340,6 @@ static void post_send(struct conn *c)
       break;
     }
   }
-  lc->sending_count = count;
   memset(&lc->msg, 0, sizeof lc->msg);
   lc->msg.msg_iov = lc->iov;
   lc->msg.msg_iovlen = n;
@@ -360,7 +358,6 @@ static void sending_release(struct conn *c)
     lc->sending = r->next;
     reply_release(lc, r);
   }
-  lc->sending_count = 0;
 }
 
 void conn_loop_on_send(struct conn *c, int32_t res)

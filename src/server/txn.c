@@ -252,14 +252,12 @@ void txn_reply_encode(struct conn_req *r, uint32_t error, const char *message)
 
   r->send_data = false;
   r->data_len = 0;
-  if (error != NBD_SUCCESS && c->structured_replies && r->parent != NULL) {
-    /* A part: the error at its own offset, so the other parts' data stays valid. */
-    r->hdr_len = nbd_error_offset_reply_encode(r->hdr, ext, req->cookie, echo, error, message,
-                                               req->offset);
-    return;
-  }
   if (error != NBD_SUCCESS && c->structured_replies) {
-    r->hdr_len = nbd_error_reply_encode(r->hdr, ext, req->cookie, echo, error, message);
+    /* A part's error is at its own offset, so the other parts' data stays valid. */
+    r->hdr_len = r->parent != NULL
+                   ? nbd_error_offset_reply_encode(r->hdr, ext, req->cookie, echo, error,
+                                                   message, req->offset)
+                   : nbd_error_reply_encode(r->hdr, ext, req->cookie, echo, error, message);
     return;
   }
   if (req->type == NBD_CMD_READ && c->structured_replies) {

@@ -40,7 +40,7 @@ struct conn_req {
   /* the encoded reply */
   uint8_t hdr[NBD_ERROR_OFFSET_REPLY_MAX];
   size_t hdr_len;
-  bool send_data;       /* data_len bytes of buf follow hdr */
+  bool send_data;       /* data_len bytes of op.buf follow hdr (txn_data_length) */
   size_t data_len;
   struct conn_req *next; /* queues of the transmission path */
 };

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "nbd/proto.h"
+#include "nbd/request.h"
 #include "server/conn.h"
 #include "server/txn.h"
 
@@ -61,8 +62,7 @@ void txn_split_queue_reply(struct conn_req *r)
   assert(r->parent->parts_left > 0);
   r->last_part = --r->parent->parts_left == 0;
   if (!r->last_part) {
-    /* The flags are bytes 4-5 of both the structured and the extended chunk header. */
-    r->hdr[5] &= (uint8_t)~NBD_REPLY_FLAG_DONE;
+    nbd_reply_header_clear_done(r->hdr);
   }
 }
 

@@ -301,6 +301,24 @@ static void test_rule30_block_status_compact_caps_long_extent(void **state)
 /* A failed part of a READ answered in parts (server/txn_split.h) is reported at its own
  * offset: NBD_REPLY_TYPE_ERROR_OFFSET, the error payload followed by that offset; the
  * extended header still echoes the request's offset. */
+/* A chunk encoded whole and later found not to be its reply's last (server/txn_split.c):
+ * only the DONE bit changes, in both header styles. */
+static void test_rule20_reply_header_clear_done(void **state)
+{
+  uint8_t a[NBD_EXTENDED_REPLY_SIZE], b[NBD_EXTENDED_REPLY_SIZE];
+
+  (void)state;
+  for (int ext = 0; ext <= 1; ext++) {
+    size_t n = nbd_reply_header_encode(a, ext, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_OFFSET_DATA,
+                                       77, 4096, 8 + 512);
+    assert_int_equal(nbd_reply_header_encode(b, ext, 0, NBD_REPLY_TYPE_OFFSET_DATA, 77, 4096,
+                                             8 + 512),
+                     n);
+    nbd_reply_header_clear_done(a);
+    assert_memory_equal(a, b, n);
+  }
+}
+
 static void test_rule31_error_offset_reply_layout(void **state)
 {
   uint8_t out[NBD_ERROR_OFFSET_REPLY_MAX + 1];
@@ -471,6 +489,7 @@ int main(void)
       cmocka_unit_test(test_rule16_reply_header_encode_both_styles),
       cmocka_unit_test(test_rule16_error_reply_extended_layout),
       cmocka_unit_test(test_rule31_error_offset_reply_layout),
+      cmocka_unit_test(test_rule20_reply_header_clear_done),
       cmocka_unit_test(test_rule30_block_status_compact_layout),
       cmocka_unit_test(test_rule30_block_status_compact_caps_long_extent),
       cmocka_unit_test(test_rule16_rule30_block_status_extended_layout),
