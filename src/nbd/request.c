@@ -244,8 +244,11 @@ void nbd_offset_data_header_encode(uint8_t out[NBD_OFFSET_DATA_HEADER_SIZE], uin
   bytes_put_be64(out + NBD_STRUCTURED_REPLY_SIZE, offset);
 }
 
-size_t nbd_error_chunk_encode(uint8_t *out, uint64_t cookie, uint32_t error,
-                              const char *message)
+/* Writes the payload of an error chunk at p: error, message length, message (truncated as
+ * nbd_error_chunk_encode says), then `error_offset` when it is not NULL (ERROR_OFFSET).
+ * Returns the payload's length in bytes. */
+static size_t error_payload_put(uint8_t *p, uint32_t error, const char *message,
+                                const uint64_t *error_offset)
 {
   size_t msg_length = message != NULL ? strlen(message) : 0;
 
@@ -261,43 +264,50 @@ size_t nbd_error_chunk_encode(uint8_t *out, uint64_t cookie, uint32_t error,
       msg_length--;
     }
   }
-  nbd_chunk_header_encode(out, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR, cookie,
-                          (uint32_t)(6 + msg_length));
-  bytes_put_be32(out + NBD_STRUCTURED_REPLY_SIZE, error);
-  bytes_put_be16(out + NBD_STRUCTURED_REPLY_SIZE + 4, (uint16_t)msg_length);
+  bytes_put_be32(p, error);
+  bytes_put_be16(p + 4, (uint16_t)msg_length);
   if (msg_length > 0) {
-    memcpy(out + NBD_STRUCTURED_REPLY_SIZE + 6, message, msg_length);
+    memcpy(p + 6, message, msg_length);
   }
-  return NBD_STRUCTURED_REPLY_SIZE + 6 + msg_length;
+  if (error_offset != NULL) {
+    bytes_put_be64(p + 6 + msg_length, *error_offset);
+    return 6 + msg_length + 8;
+  }
+  return 6 + msg_length;
+}
+
+/* A whole error chunk of `type` (DONE set) in the negotiated header style. */
+static size_t error_reply_put(uint8_t *out, bool extended, uint16_t type, uint64_t cookie,
+                              uint64_t offset, uint32_t error, const char *message,
+                              const uint64_t *error_offset)
+{
+  size_t head = extended ? NBD_EXTENDED_REPLY_SIZE : NBD_STRUCTURED_REPLY_SIZE;
+  size_t n = error_payload_put(out + head, error, message, error_offset);
+
+  (void)nbd_reply_header_encode(out, extended, NBD_REPLY_FLAG_DONE, type, cookie, offset, n);
+  return head + n;
+}
+
+size_t nbd_error_chunk_encode(uint8_t *out, uint64_t cookie, uint32_t error,
+                              const char *message)
+{
+  return error_reply_put(out, false, NBD_REPLY_TYPE_ERROR, cookie, 0, error, message, NULL);
 }
 
 size_t nbd_error_reply_encode(uint8_t *out, bool extended, uint64_t cookie, uint64_t offset,
                               uint32_t error, const char *message)
 {
-  size_t n;
-
-  if (!extended) {
-    return nbd_error_chunk_encode(out, cookie, error, message);
-  }
-  /* Same payload as the structured form, behind a 32-byte header. */
-  n = nbd_error_chunk_encode(out + NBD_EXTENDED_REPLY_SIZE - NBD_STRUCTURED_REPLY_SIZE, cookie,
-                             error, message);
-  n -= NBD_STRUCTURED_REPLY_SIZE;
-  nbd_ext_reply_header_encode(out, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR, cookie, offset, n);
-  return NBD_EXTENDED_REPLY_SIZE + n;
+  return error_reply_put(out, extended, NBD_REPLY_TYPE_ERROR, cookie, offset, error, message,
+                         NULL);
 }
 
 size_t nbd_error_offset_reply_encode(uint8_t *out, bool extended, uint64_t cookie,
                                      uint64_t offset, uint32_t error, const char *message,
                                      uint64_t error_offset)
 {
-  size_t head = extended ? NBD_EXTENDED_REPLY_SIZE : NBD_STRUCTURED_REPLY_SIZE;
-  size_t n = nbd_error_reply_encode(out, extended, cookie, offset, error, message);
+  size_t n = error_reply_put(out, extended, NBD_REPLY_TYPE_ERROR_OFFSET, cookie, offset, error,
+                             message, &error_offset);
 
-  bytes_put_be64(out + n, error_offset);
-  n += 8;
-  (void)nbd_reply_header_encode(out, extended, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR_OFFSET,
-                                cookie, offset, n - head);
   assert(n <= NBD_ERROR_OFFSET_REPLY_MAX);
   return n;
 }

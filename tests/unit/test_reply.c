@@ -298,9 +298,6 @@ static void test_rule30_block_status_compact_caps_long_extent(void **state)
   assert_memory_equal((const uint8_t *)ext, expect_desc, sizeof expect_desc);
 }
 
-/* A failed part of a READ answered in parts (server/txn_split.h) is reported at its own
- * offset: NBD_REPLY_TYPE_ERROR_OFFSET, the error payload followed by that offset; the
- * extended header still echoes the request's offset. */
 /* A chunk encoded whole and later found not to be its reply's last (server/txn_split.c):
  * only the DONE bit changes, in both header styles. */
 static void test_rule20_reply_header_clear_done(void **state)
@@ -319,6 +316,9 @@ static void test_rule20_reply_header_clear_done(void **state)
   }
 }
 
+/* A failed part of a READ answered in parts (server/txn_split.h) is reported at its own
+ * offset: NBD_REPLY_TYPE_ERROR_OFFSET, the error payload followed by that offset; the
+ * extended header still echoes the request's offset. */
 static void test_rule31_error_offset_reply_layout(void **state)
 {
   uint8_t out[NBD_ERROR_OFFSET_REPLY_MAX + 1];
