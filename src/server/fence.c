@@ -75,6 +75,47 @@ static void list_append(struct fence_entry **head, struct fence_entry **tail,
   *tail = entry;
 }
 
+/* The granted entries of this thread whose ready callbacks have not run yet, linked through
+ * wait_next (free once an entry has left the fence's parked list), and whether a
+ * grant_run further up this thread's stack is already running them. */
+static _Thread_local struct fence_entry *grant_head, *grant_tail;
+static _Thread_local bool grant_running;
+
+/* Runs the ready callbacks of the granted entries go .. go_tail, in order, after those of
+ * entries granted before them on this thread. A ready callback whose write completes at
+ * once ends its entry inside the callback, and that fence_end may grant more: those are
+ * queued here and run by the outermost call when the callback has returned, so the stack
+ * stays flat however long the chain of connections (case C12's fence; a recursion per
+ * link used to overflow the stack with thousands of connections). */
+static void grant_run(struct fence_entry *go, struct fence_entry *go_tail)
+{
+  struct fence_entry *w;
+
+  if (go == NULL) {
+    return;
+  }
+  if (grant_tail != NULL) {
+    grant_tail->wait_next = go;
+  } else {
+    grant_head = go;
+  }
+  grant_tail = go_tail;
+  if (grant_running) {
+    return;
+  }
+  grant_running = true;
+  while ((w = grant_head) != NULL) {
+    /* Unlinked first: ready() may end the request and reuse the entry. */
+    grant_head = w->wait_next;
+    if (grant_head == NULL) {
+      grant_tail = NULL;
+    }
+    w->wait_next = NULL;
+    w->ready(w);
+  }
+  grant_running = false;
+}
+
 void fence_begin(struct fence *f, struct fence_entry *entry, const void *owner,
                  uint64_t offset, uint64_t length)
 {
@@ -138,8 +179,5 @@ void fence_end(struct fence *f, struct fence_entry *entry)
   }
   pthread_cond_broadcast(&f->cond);
   pthread_mutex_unlock(&f->lock);
-  for (w = go; w != NULL; w = next) {
-    next = w->wait_next; /* read first: ready() may end the request and reuse the entry */
-    w->ready(w);
-  }
+  grant_run(go, go_tail);
 }

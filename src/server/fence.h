@@ -47,15 +47,20 @@ void fence_destroy(struct fence *f);
 void fence_begin(struct fence *f, struct fence_entry *entry, const void *owner,
                  uint64_t offset, uint64_t length);
 
-/* As fence_begin without waiting (for event loops): when an overlapping write blocks it, `entry` is parked instead:
- * the fence_end that unblocks it registers it and then calls ready(entry), on that
- * fence_end's thread, after the fence's lock is released. Returns true when registered at
+/* As fence_begin without waiting (for event loops): when an overlapping write blocks it,
+ * `entry` is parked instead: the fence_end that unblocks it registers it and then calls
+ * ready(entry), on that fence_end's thread, after the fence's lock is released (after the
+ * ready callback running further up that thread's stack, if any, has returned). Returns true when registered at
  * once (ready is not called), false when parked. Any thread; never blocks. */
 bool fence_begin_async(struct fence *f, struct fence_entry *entry, const void *owner,
                        uint64_t offset, uint64_t length, void (*ready)(struct fence_entry *));
 
 /* Unregisters `entry`, registers the parked entries it unblocks (in arrival order) and
- * runs their ready callbacks, and wakes waiters. */
+ * runs their ready callbacks, and wakes waiters. Called from inside a ready callback (the
+ * granted write completed at once), it only queues the entries it grants: the outermost
+ * fence_end on the thread runs them, in order, once that callback has returned, so a chain
+ * of such grants never deepens the stack. Any thread; takes the fence's lock, not held
+ * while ready callbacks run. */
 void fence_end(struct fence *f, struct fence_entry *entry);
 
 #endif

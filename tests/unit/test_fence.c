@@ -1,0 +1,195 @@
+/* Unit tests of the cross-connection write fence (src/server/fence.c, case C12): which
+ * writes wait for which, the order parked writes are granted in, and that a long chain of
+ * parked writes whose ready callbacks complete at once (page-cache writes complete on the
+ * event loop, and their completion ends their fence entry there) is granted without the
+ * stack growing with the length of the chain. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "server/fence.h"
+
+/* One chain test's state: the fence, the entries (entry i belongs to connection i), and
+ * what the ready callbacks saw. */
+struct chain {
+  struct fence fence;
+  struct fence_entry *entries;
+  char *owners;        /* owner i is &owners[i]: one distinct connection per entry */
+  size_t n;
+  size_t *order;       /* indexes in the order ready ran */
+  size_t granted;
+  int in_ready;        /* 1 while a ready callback runs */
+  int nested;          /* ready callbacks that began inside another */
+  uintptr_t stack_lo, stack_hi; /* span of a local's address over every ready call */
+};
+
+static struct chain *chain_now; /* ready callbacks take only the entry */
+
+static void chain_ready_inline(struct fence_entry *entry)
+{
+  struct chain *c = chain_now;
+  volatile char here = 0;
+  uintptr_t at = (uintptr_t)&here;
+
+  if (c->in_ready) {
+    c->nested++;
+  }
+  c->in_ready++;
+  if (c->stack_lo == 0 || at < c->stack_lo) {
+    c->stack_lo = at;
+  }
+  if (at > c->stack_hi) {
+    c->stack_hi = at;
+  }
+  c->order[c->granted++] = (size_t)(entry - c->entries);
+  /* The write completes at once: its completion ends the entry on this thread. */
+  fence_end(&c->fence, entry);
+  c->in_ready--;
+}
+
+static void chain_setup(struct chain *c, size_t n)
+{
+  *c = (struct chain){0};
+  fence_init(&c->fence);
+  c->n = n;
+  c->entries = calloc(n, sizeof *c->entries);
+  c->owners = calloc(n, 1);
+  c->order = calloc(n, sizeof *c->order);
+  assert_non_null(c->entries);
+  assert_non_null(c->owners);
+  assert_non_null(c->order);
+  chain_now = c;
+}
+
+static void chain_teardown(struct chain *c)
+{
+  assert_null(c->fence.head);
+  assert_null(c->fence.waiters);
+  fence_destroy(&c->fence);
+  free(c->entries);
+  free(c->owners);
+  free(c->order);
+  chain_now = NULL;
+}
+
+/* Entry 0 is in flight; entries 1..n-1, each from its own connection and all over the same
+ * 4 KiB, are parked behind it. Ending entry 0 grants entry 1 only (it blocks the rest);
+ * its ready completes and ends it, which grants entry 2, and so on. */
+static void *chain_run(void *arg)
+{
+  struct chain *c = arg;
+
+  assert_true(fence_begin_async(&c->fence, &c->entries[0], &c->owners[0], 8192, 4096,
+                                chain_ready_inline));
+  for (size_t i = 1; i < c->n; i++) {
+    assert_false(fence_begin_async(&c->fence, &c->entries[i], &c->owners[i], 8192, 4096,
+                                   chain_ready_inline));
+  }
+  fence_end(&c->fence, &c->entries[0]);
+  return NULL;
+}
+
+/* 20,000 connections in the chain, on a thread with a 256 KiB stack: granting each from
+ * inside the previous one's ready callback took a few hundred bytes of stack per link and
+ * overflowed it. Each ready runs after the one before has returned, in arrival order, at
+ * one stack depth. */
+static void test_chain_of_inline_completions_runs_flat(void **state)
+{
+  struct chain c;
+  pthread_attr_t attr;
+  pthread_t t;
+
+  (void)state;
+  chain_setup(&c, 20000);
+  assert_int_equal(pthread_attr_init(&attr), 0);
+  assert_int_equal(pthread_attr_setstacksize(&attr, 256 * 1024), 0);
+  assert_int_equal(pthread_create(&t, &attr, chain_run, &c), 0);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  pthread_attr_destroy(&attr);
+
+  assert_int_equal(c.granted, c.n - 1);
+  for (size_t i = 0; i < c.granted; i++) {
+    assert_int_equal(c.order[i], i + 1);
+  }
+  assert_int_equal(c.nested, 0);
+  assert_true(c.stack_hi - c.stack_lo < 1024);
+  chain_teardown(&c);
+}
+
+static int plain_ready_calls;
+
+static void plain_ready(struct fence_entry *entry)
+{
+  (void)entry;
+  plain_ready_calls++;
+}
+
+/* Who waits for whom: only an overlapping write of another connection blocks; a write of
+ * the same connection, or one that only touches the range's ends, does not. */
+static void test_only_overlapping_writes_of_other_connections_wait(void **state)
+{
+  struct fence f;
+  struct fence_entry a, same, before, after, other;
+  char owner_a, owner_b;
+
+  (void)state;
+  plain_ready_calls = 0;
+  fence_init(&f);
+  assert_true(fence_begin_async(&f, &a, &owner_a, 4096, 4096, plain_ready));
+  assert_true(fence_begin_async(&f, &same, &owner_a, 4096, 4096, plain_ready));
+  assert_true(fence_begin_async(&f, &before, &owner_b, 0, 4096, plain_ready));
+  assert_true(fence_begin_async(&f, &after, &owner_b, 8192, 512, plain_ready));
+  assert_false(fence_begin_async(&f, &other, &owner_b, 8191, 2, plain_ready));
+  fence_end(&f, &a);
+  assert_int_equal(plain_ready_calls, 0); /* `same` still overlaps it */
+  fence_end(&f, &same);
+  assert_int_equal(plain_ready_calls, 1);
+  fence_end(&f, &other);
+  fence_end(&f, &before);
+  fence_end(&f, &after);
+  assert_null(f.head);
+  assert_null(f.waiters);
+  fence_destroy(&f);
+}
+
+/* Parked writes are granted in arrival order within one fence_end: of two parked writes of
+ * different connections that overlap each other, the earlier is granted and the later
+ * waits for it; a parked write that overlaps neither is granted with the first. */
+static void test_parked_writes_granted_in_arrival_order(void **state)
+{
+  struct fence f;
+  struct fence_entry stalled, first, second, apart;
+  char c0, c1, c2, c3;
+
+  (void)state;
+  plain_ready_calls = 0;
+  fence_init(&f);
+  assert_true(fence_begin_async(&f, &stalled, &c0, 0, 1 << 20, plain_ready));
+  assert_false(fence_begin_async(&f, &first, &c1, 0, 4096, plain_ready));
+  assert_false(fence_begin_async(&f, &second, &c2, 0, 4096, plain_ready));
+  assert_false(fence_begin_async(&f, &apart, &c3, 65536, 4096, plain_ready));
+  fence_end(&f, &stalled);
+  assert_int_equal(plain_ready_calls, 2); /* first and apart */
+  assert_ptr_equal(f.waiters, &second);
+  fence_end(&f, &first);
+  assert_int_equal(plain_ready_calls, 3);
+  fence_end(&f, &second);
+  fence_end(&f, &apart);
+  assert_null(f.head);
+  fence_destroy(&f);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_chain_of_inline_completions_runs_flat),
+    cmocka_unit_test(test_only_overlapping_writes_of_other_connections_wait),
+    cmocka_unit_test(test_parked_writes_granted_in_arrival_order),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
