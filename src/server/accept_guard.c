@@ -34,9 +34,18 @@ static const char *hint_of(int err)
   case EAGAIN:
     return "no thread could be started for a connection: raise the limit on processes "
            "(ulimit -u, LimitNPROC=, kernel.threads-max)";
+  case EUSERS:
+    return "every open connection is past negotiation: wait for one to end, or raise "
+           "--max-connections";
   default:
     return "out of memory for a new connection";
   }
+}
+
+/* What stops the accepts: the limit the operator set, or the system's error. */
+static const char *what_of(int err)
+{
+  return err == EUSERS ? "at the connection limit (--max-connections)" : strerror(err);
 }
 
 /* A failure of kind `err` now: the start of a spell, or more of the current one. */
@@ -44,7 +53,7 @@ static void spell_note(struct accept_guard *g, int err)
 {
   if (g->err == 0) {
     log_warn("accept: %s; new connections are closed at once until it passes (%s)",
-             strerror(err), hint_of(err));
+             what_of(err), hint_of(err));
     g->err = err;
     g->refused = 0;
   }
@@ -53,7 +62,7 @@ static void spell_note(struct accept_guard *g, int err)
 
 static void spell_end(struct accept_guard *g, const char *why)
 {
-  log_info("accept: %s %s; %lu connection%s closed at once while it lasted", strerror(g->err),
+  log_info("accept: %s %s; %lu connection%s closed at once while it lasted", what_of(g->err),
            why, g->refused, g->refused == 1 ? " was" : "s were");
   g->err = 0;
 }
@@ -82,7 +91,7 @@ void accept_guard_refuse(struct accept_guard *g, int lfd, int err)
 
 void accept_guard_start_failed(struct accept_guard *g, int rc)
 {
-  if (rc == -EAGAIN || rc == -ENOMEM) {
+  if (rc == -EAGAIN || rc == -ENOMEM || rc == -EUSERS) {
     spell_note(g, -rc);
     g->refused++;
   }

@@ -1,6 +1,7 @@
 /* accept_guard.h: what the accepting thread does when it cannot take connections: out of
  * file descriptors (accept(2) fails with EMFILE or ENFILE), or out of threads or memory for
- * a new connection (server_conn_start fails with -EAGAIN or -ENOMEM).
+ * a new connection (server_conn_start fails with -EAGAIN or -ENOMEM), or at the operator's
+ * --max-connections (-EUSERS).
  *
  * One descriptor is kept in reserve (/dev/null) so that, out of descriptors, a waiting
  * client can still be taken off the listen queue and closed at once: it sees its connection
@@ -37,7 +38,8 @@ void accept_guard_init(struct accept_guard *g);
 void accept_guard_refuse(struct accept_guard *g, int lfd, int err);
 
 /* server_conn_start failed with `rc` (-errno) for an accepted connection, which it closed:
- * -EAGAIN or -ENOMEM start or extend the spell; -ESHUTDOWN and others are ignored. */
+ * -EAGAIN, -ENOMEM or -EUSERS start or extend the spell; -ESHUTDOWN and others are
+ * ignored. */
 void accept_guard_start_failed(struct accept_guard *g, int rc);
 
 /* Each pass of the accept loop (at least once a second), before its accepts: takes the

@@ -54,6 +54,9 @@ static const char serve_usage[] =
   "  --engine uring|threads disk I/O engine (default uring; threads is portable)\n"
   "  --handshake-timeout S  seconds a client may take to negotiate (default 10)\n"
   "  --max-handshakes N     connections negotiating at once, at most (default 256)\n"
+  "  --max-connections N    open connections, at most; when full, the one negotiating\n"
+  "                         longest is closed to make room, or else the new one at once\n"
+  "                         (default 0: no limit)\n"
   "  --unaligned serve|error  requests not aligned to the minimum block size: served by\n"
   "                         read-modify-write (default), or refused with NBD_EINVAL for\n"
   "                         clients that asked for the block size (spec: SHOULD)\n"
@@ -84,6 +87,7 @@ struct serve_config {
   unsigned threads;
   unsigned handshake_timeout;
   unsigned max_handshakes;
+  unsigned max_connections;  /* 0: no limit */
   bool unaligned_error;      /* --unaligned error */
   enum tls_mode tls;
   bool tls_given;            /* --tls was on the command line */
@@ -95,7 +99,7 @@ enum {
   OPT_EXPORT = 256, OPT_LISTEN, OPT_SOCKET, OPT_READ_ONLY, OPT_SYNC, OPT_CACHE, OPT_THREADS,
   OPT_ENGINE, OPT_PID_FILE, OPT_CEPH_CONF, OPT_CEPH_ID, OPT_HELP, OPT_VERBOSE,
   OPT_HS_TIMEOUT, OPT_MAX_HS, OPT_UNALIGNED, OPT_TLS, OPT_TLS_CERTS, OPT_TLS_PSK,
-  OPT_FORCE_SHARE,
+  OPT_FORCE_SHARE, OPT_MAX_CONNS,
 };
 
 /* One line naming the problem, exit status 2. `arg`, a value from the command line, is
@@ -170,6 +174,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
     {"ceph-id", required_argument, NULL, OPT_CEPH_ID},
     {"handshake-timeout", required_argument, NULL, OPT_HS_TIMEOUT},
     {"max-handshakes", required_argument, NULL, OPT_MAX_HS},
+    {"max-connections", required_argument, NULL, OPT_MAX_CONNS},
     {"unaligned", required_argument, NULL, OPT_UNALIGNED},
     {"tls", required_argument, NULL, OPT_TLS},
     {"tls-certificates", required_argument, NULL, OPT_TLS_CERTS},
@@ -279,6 +284,12 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
     case OPT_MAX_HS:
       if (parse_unsigned(optarg, 1, 100000, &cfg->max_handshakes) < 0) {
         return bad_usage("--max-handshakes takes a number from 1 to 100000, not '%s'", optarg);
+      }
+      break;
+    case OPT_MAX_CONNS:
+      if (parse_unsigned(optarg, 0, 1000000, &cfg->max_connections) < 0) {
+        return bad_usage("--max-connections takes a number from 0 (no limit) to 1000000, "
+                         "not '%s'", optarg);
       }
       break;
     case OPT_TLS:
@@ -617,6 +628,7 @@ int serve_main(int argc, char **argv)
   server_init(&server);
   server.handshake_timeout_s = cfg.handshake_timeout;
   server.max_handshakes = cfg.max_handshakes;
+  server.max_connections = cfg.max_connections;
   server.unaligned_error = cfg.unaligned_error;
   server.exports = malloc(sizeof *server.exports);
   if (server.exports == NULL) {

@@ -19,6 +19,7 @@ struct server {
   size_t nexports;
   unsigned handshake_timeout_s; /* seconds a client may take to reach transmission */
   unsigned max_handshakes;      /* connections still negotiating, at most */
+  unsigned max_connections;     /* open connections, at most; 0: no limit */
   unsigned max_inflight;        /* requests in flight per connection */
   bool unaligned_error;         /* --unaligned error: refuse requests unaligned to the
                                    minimum block size a client was told (rule 23) */
@@ -40,9 +41,13 @@ int server_init(struct server *s);
 struct export *server_find_export(struct server *s, const uint8_t *name, size_t length);
 
 /* Takes ownership of an accepted socket and serves it on a new thread. `peer` names it in
- * logs. When max_handshakes connections are already negotiating, the one that has been
+ * logs. When max_handshakes connections are already negotiating, or max_connections are
+ * open (connections already told to close do not count), the one that has been
  * negotiating longest is closed to make room (case C13: a flood of clients that never
- * negotiate cannot lock a real client out). Returns 0, or -errno (the socket is closed).
+ * negotiate cannot lock a real client out). When max_connections are open and all of them
+ * are past negotiation, the new socket is closed at once (before the greeting, as
+ * nbd-server does at its max_connections) and -EUSERS is returned. Returns 0, or -errno
+ * (the socket is closed): -EUSERS, -ESHUTDOWN (stopping), -ENOMEM, -EAGAIN (no thread).
  * Main (accepting) thread. */
 int server_conn_start(struct server *s, int fd, const char *peer);
 

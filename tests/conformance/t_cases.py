@@ -491,13 +491,84 @@ def c13_deadline_is_total(ctx):
     s.stop()
 
 
+def _refused_at_once(s, tcp):
+    """Connects and returns the seconds until the server closed the socket without a
+    greeting; fails if a greeting came or nothing happened within 5 s."""
+    t0 = time.monotonic()
+    c = socket.create_connection(("127.0.0.1", s.port), timeout=5) if tcp else \
+        socket.socket(socket.AF_UNIX)
+    try:
+        if not tcp:
+            c.settimeout(5)
+            c.connect(s.sock)
+        data = c.recv(16)
+    except ConnectionResetError:
+        data = b""
+    except socket.timeout:
+        raise AssertionError("at --max-connections, a new connection was neither greeted nor "
+                             "closed within 5 s")
+    finally:
+        c.close()
+    assert data == b"", f"at --max-connections, a new connection got {data!r} (no greeting expected)"
+    return time.monotonic() - t0
+
+
+@case("C13")
+def c13_max_connections(ctx):
+    """--max-connections 2: two clients in transmission; further connections over TCP and
+    the Unix socket are closed at once, before the greeting, with one log line for the
+    spell; when a client leaves, the next is served. Connections that never negotiate do
+    not lock a real client out: the oldest of them is closed to make room."""
+    img = ctx.make_image(f"c13d-{ctx.counter()}.img", MiB, [(0, MiB, "data")])
+    want = open(img, "rb").read(4096)
+    s = F.Server(ctx, img, ["--max-connections", "2", "--handshake-timeout", "30"])
+    a = s.libnbd(tcp=True)
+    b = s.libnbd(tcp=False)
+    assert a.pread(4096, 0) == want and b.pread(4096, 0) == want
+    waits = [_refused_at_once(s, tcp) for tcp in (True, False, True, True, False)]
+    assert max(waits) < 2.0, f"refusals took {waits} s"
+    assert a.pread(4096, 0) == want and b.pread(4096, 0) == want, \
+        "the two admitted clients were disturbed by the refusals"
+    spell = s.log_text().count("at the connection limit (--max-connections); new connections")
+    assert spell == 1, f"{spell} log lines for one spell of refusals: {s.log_tail(8)}"
+    a.shutdown()
+    deadline = time.monotonic() + 5
+    while True:  # the server notices a's end at once; allow for the thread to finish
+        try:
+            c = s.libnbd(tcp=True)
+            break
+        except Exception:
+            if time.monotonic() > deadline:
+                raise AssertionError("no client served 5 s after one of two left: "
+                                     f"{s.log_tail(5)}")
+            time.sleep(0.1)
+    assert c.pread(4096, 0) == want
+    c.shutdown()
+    b.shutdown()
+    # Two connections that never negotiate fill the limit; a real client is still served.
+    socks = _flood(s, 2, flags_every=0)
+    try:
+        time.sleep(0.3)
+        dt = _normal_client_time(s)
+        assert dt < 3.0, f"a normal client took {dt:.1f} s behind 2 idle connections"
+        assert "(--max-connections); closing the oldest still negotiating" in s.log_text(), \
+            f"no eviction line: {s.log_tail(5)}"
+        assert _all_closed(socks[:1], 3) == 0, "the oldest idle connection was not closed"
+    finally:
+        for c in socks:
+            c.close()
+    assert s.alive(), s.log_tail()
+    s.stop()
+    return f"refused in at most {max(waits) * 1000:.0f} ms; normal client {dt:.2f} s"
+
+
 @case("C13")
 def c13_documented(ctx):
     out = F.run([ctx.diskgate, "serve", "--help"])
-    for opt in ("--handshake-timeout", "--max-handshakes"):
+    for opt in ("--handshake-timeout", "--max-handshakes", "--max-connections"):
         assert opt in out, f"`diskgate serve --help` does not document {opt}"
     readme = os.path.join(ctx.srcdir, "README.md")
     if os.path.exists(readme):
         text = open(readme).read()
-        for opt in ("--handshake-timeout", "--max-handshakes"):
+        for opt in ("--handshake-timeout", "--max-handshakes", "--max-connections"):
             assert opt in text, f"README.md does not document {opt}"

@@ -3,7 +3,7 @@
 # one line on stderr, and that line names the problem (the option, value or path at fault).
 # Cases: unknown long and short options, a value given to an option that takes none, an
 # ambiguous abbreviation, a repeated --listen/--socket/--export, --sync/--cache bogus,
-# --threads 0, --force-share without --read-only, an option without its value, an option
+# --threads 0, --max-connections out of range or not a number, --force-share without --read-only, an option without its value, an option
 # whose value is forgotten (`--export --read-only`), an empty path or name, missing PATH,
 # two PATHs, a missing file, a directory, an image that cannot be opened for writing, a file
 # already served by another diskgate, --listen 'bad::addr', a bare port, a host that does
@@ -49,6 +49,10 @@ bad --bogus       "${L[@]}" --bogus "$T/a.img"
 bad bogus         "${L[@]}" --sync bogus "$T/a.img"
 bad --cache       "${L[@]}" --cache bogus "$T/a.img"
 bad --threads     "${L[@]}" --threads 0 "$T/a.img"
+for v in -1 x 1000001 2k; do
+  bad "--max-connections takes a number from 0 (no limit) to 1000000, not '$v'" \
+      "${L[@]}" --max-connections "$v" "$T/a.img"
+done
 bad "'--export' needs a value" "${L[@]}" --export
 # a forgotten value: the next option is not taken as it (it served a writable export named
 # "--read-only", or made a socket named "--read-only")
