@@ -3,12 +3,17 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "util/log.h"
+
+#define TEXT_OF(x) #x
+#define TEXT(x) TEXT_OF(x)
+#define QUIET_TEXT TEXT(ACCEPT_GUARD_QUIET_S)
 
 static int reserve_open(void)
 {
@@ -60,10 +65,19 @@ static void spell_note(struct accept_guard *g, int err)
   clock_gettime(CLOCK_MONOTONIC, &g->last);
 }
 
-static void spell_end(struct accept_guard *g, const char *why)
+/* Logs the end of the spell: `stopped`, the server stopping, or ACCEPT_GUARD_QUIET_S
+ * seconds without a failure (a limit the operator set may still be reached then). */
+static void spell_end(struct accept_guard *g, bool stopped)
 {
-  log_info("accept: %s %s; %lu connection%s closed at once while it lasted", what_of(g->err),
-           why, g->refused, g->refused == 1 ? " was" : "s were");
+  if (g->err == EUSERS) {
+    log_info("accept: %lu connection%s refused at the connection limit (--max-connections) "
+             "%s", g->refused, g->refused == 1 ? " was" : "s were",
+             stopped ? "until the server stopped" : "(none in the last " QUIET_TEXT " s)");
+  } else {
+    log_info("accept: %s %s; %lu connection%s closed at once while it lasted", strerror(g->err),
+             stopped ? "until the server stopped" : "no longer", g->refused,
+             g->refused == 1 ? " was" : "s were");
+  }
   g->err = 0;
 }
 
@@ -109,14 +123,14 @@ void accept_guard_tick(struct accept_guard *g)
   }
   clock_gettime(CLOCK_MONOTONIC, &now);
   if (now.tv_sec - g->last.tv_sec >= ACCEPT_GUARD_QUIET_S) {
-    spell_end(g, "no longer");
+    spell_end(g, false);
   }
 }
 
 void accept_guard_finish(struct accept_guard *g)
 {
   if (g->err != 0) {
-    spell_end(g, "until the server stopped");
+    spell_end(g, true);
   }
   if (g->reserve >= 0) {
     close(g->reserve);

@@ -9,6 +9,7 @@
 
 #include "nbd/option.h"
 #include "nbd/proto.h"
+#include "server/admit.h"
 #include "server/conn.h"
 #include "server/tls.h"
 #include "server/transport.h"
@@ -63,6 +64,9 @@ static int send_info(struct conn *c, uint32_t option, const struct export *e,
   if (rc == 0 && req->want_block_size) {
     n = nbd_info_block_size_encode(buf, e->min_block, e->preferred_block, e->max_payload);
     rc = reply_send(c, option, NBD_REP_INFO, buf, (uint32_t)n);
+  }
+  if (rc == 0 && option == NBD_OPT_GO) {
+    rc = admit_commit(c); /* past negotiation: no longer closed to make room */
   }
   if (rc == 0) {
     rc = reply_send(c, option, NBD_REP_ACK, NULL, 0);
@@ -187,6 +191,9 @@ static int option_export_name(struct conn *c, const uint8_t *payload, uint32_t l
     log_info("%s: export '%s' unavailable in NBD_OPT_EXPORT_NAME; closing", c->peer,
              e->log_name);
     return -ENOENT;
+  }
+  if (admit_commit(c) < 0) {
+    return -ECONNABORTED; /* closed to make room or by the deadline meanwhile */
   }
   c->export = e;
   c->transmission_flags = export_transmission_flags(e, c->structured_replies);

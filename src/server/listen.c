@@ -19,6 +19,7 @@
 
 #include "nbd/proto.h"
 #include "server/accept_guard.h"
+#include "server/admit.h"
 #include "util/log.h"
 
 #define UNIX_SNDBUF_BYTES (4 * 1024 * 1024)
@@ -260,6 +261,7 @@ int listen_run(struct server *s, struct listener *ls, size_t n, int stop_fd)
       break;
     }
     server_reap_handshakes(s);
+    admit_tick(s);
     accept_guard_tick(&guard);
     if (ready == 0) {
       continue;
@@ -303,6 +305,7 @@ int listen_run(struct server *s, struct listener *ls, size_t n, int stop_fd)
     }
   }
   accept_guard_finish(&guard);
+  admit_finish(s);
   return rc;
 }
 

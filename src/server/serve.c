@@ -606,6 +606,10 @@ int serve_main(int argc, char **argv)
              cfg.path_shown, e->log_name, size, sync_mode_name(cfg.opts.sync),
              cache_mode_name(cfg.opts.cache), engine_kind_name(cfg.engine), cfg.threads,
              cfg.threads == 1 ? "" : "s", e->read_only ? ", read-only" : "");
+    if (cfg.max_connections != 0) {
+      log_info("at most %u connection%s open at once (--max-connections)", cfg.max_connections,
+               cfg.max_connections == 1 ? "" : "s");
+    }
     if (cfg.tls != TLS_MODE_OFF) {
       log_info("%s", tls_server_describe());
     }

@@ -1,7 +1,6 @@
 /* server.c: the connection list, one thread per connection, and draining on shutdown. */
 #include "server/server.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "server/admit.h"
 #include "server/conn.h"
 #include "server/loop.h"
 #include "util/log.h"
@@ -51,8 +51,10 @@ static void *conn_main(void *arg)
   int rc = handshake_run(c);
 
   pthread_mutex_lock(&s->lock);
-  s->nhandshaking--;
-  c->handshaking = false;
+  if (c->handshaking) { /* not when admit_commit has done it */
+    s->nhandshaking--;
+    c->handshaking = false;
+  }
   if (c->handshake_evicted != 0 && rc < 0) {
     rc = c->handshake_evicted == 1 ? -ETIMEDOUT : -ECONNABORTED;
   }
@@ -97,42 +99,6 @@ static void *conn_main(void *arg)
   return NULL;
 }
 
-/* The connection that has been negotiating longest and is not already told to close, or
- * NULL. Under s->lock. */
-static struct conn *oldest_negotiating(const struct server *s)
-{
-  struct conn *oldest = NULL;
-
-  for (struct conn *o = s->conns; o != NULL; o = o->next) {
-    if (o->handshaking && o->handshake_evicted == 0) {
-      oldest = o; /* the list is newest first: the last match is the oldest */
-    }
-  }
-  return oldest;
-}
-
-/* Tells a negotiating connection to close to make room: its thread wakes, logs and ends.
- * Under s->lock. */
-static void evict(struct conn *c)
-{
-  assert(c->handshaking && c->handshake_evicted == 0);
-  c->handshake_evicted = 2;
-  shutdown(c->transport.fd, SHUT_RDWR);
-}
-
-/* Open connections, less those told to close that have not ended yet (handshakes past their
- * deadline or evicted). Walks the list: called only with a connection limit. Under
- * s->lock. */
-static unsigned conns_staying(const struct server *s)
-{
-  unsigned n = 0;
-
-  for (const struct conn *c = s->conns; c != NULL; c = c->next) {
-    n += c->handshake_evicted == 0;
-  }
-  return n;
-}
-
 int server_conn_start(struct server *s, int fd, const char *peer)
 {
   struct conn *c;
@@ -146,25 +112,11 @@ int server_conn_start(struct server *s, int fd, const char *peer)
     close(fd);
     return -ESHUTDOWN;
   }
-  if (s->nhandshaking >= s->max_handshakes) {
-    struct conn *oldest = oldest_negotiating(s);
-    if (oldest != NULL) {
-      evict(oldest);
-      log_warn("%s: %u connection%s negotiating; closing the oldest (%s) to make room", peer,
-               s->max_handshakes, s->max_handshakes == 1 ? " is" : "s are", oldest->peer);
-    }
-  }
-  if (s->max_connections != 0 && conns_staying(s) >= s->max_connections) {
-    struct conn *oldest = oldest_negotiating(s);
-    if (oldest == NULL) {
-      pthread_mutex_unlock(&s->lock);
-      close(fd);
-      return -EUSERS; /* logged by the accept guard, once per spell */
-    }
-    evict(oldest);
-    log_warn("%s: %u connection%s open (--max-connections); closing the oldest still "
-             "negotiating (%s) to make room", peer, s->max_connections,
-             s->max_connections == 1 ? " is" : "s are", oldest->peer);
+  rc = admit_make_room(s, peer);
+  if (rc < 0) {
+    pthread_mutex_unlock(&s->lock);
+    close(fd);
+    return rc; /* -EUSERS: logged by the accept guard, once per spell */
   }
   pthread_mutex_unlock(&s->lock);
   c = calloc(1, sizeof *c);

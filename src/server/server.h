@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "server/export.h"
 
@@ -31,6 +32,10 @@ struct server {
   struct conn *conns;           /* live connections (doubly linked) */
   unsigned nconns;
   unsigned nhandshaking;
+  /* admit.c: negotiating connections closed to make room in the current spell (0: none)
+   * and the latest closure's CLOCK_MONOTONIC; main thread, under lock */
+  unsigned long room_closed;
+  struct timespec room_last;
 };
 
 /* Initialises an empty server. Returns 0 or -errno. Main thread. */
@@ -41,14 +46,11 @@ int server_init(struct server *s);
 struct export *server_find_export(struct server *s, const uint8_t *name, size_t length);
 
 /* Takes ownership of an accepted socket and serves it on a new thread. `peer` names it in
- * logs. When max_handshakes connections are already negotiating, or max_connections are
- * open (connections already told to close do not count), the one that has been
- * negotiating longest is closed to make room (case C13: a flood of clients that never
- * negotiate cannot lock a real client out). When max_connections are open and all of them
- * are past negotiation, the new socket is closed at once (before the greeting, as
- * nbd-server does at its max_connections) and -EUSERS is returned. Returns 0, or -errno
- * (the socket is closed): -EUSERS, -ESHUTDOWN (stopping), -ENOMEM, -EAGAIN (no thread).
- * Main (accepting) thread. */
+ * logs. Room is made under the limits first (admit.h: the connection negotiating longest
+ * is closed, case C13); when there is none at --max-connections, the new socket is closed
+ * at once, before the greeting (as nbd-server does at its max_connections). Returns 0, or
+ * -errno (the socket is closed): -EUSERS (no room), -ESHUTDOWN (stopping), -ENOMEM,
+ * -EAGAIN (no thread). Main (accepting) thread; may wait up to ADMIT_WAIT_MS for room. */
 int server_conn_start(struct server *s, int fd, const char *peer);
 
 /* Closes every connection whose handshake has outlived server->handshake_timeout_s in all
