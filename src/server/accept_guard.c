@@ -3,17 +3,16 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <stdbool.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "util/log.h"
+#include "util/log_spell.h"
 
-#define TEXT_OF(x) #x
-#define TEXT(x) TEXT_OF(x)
-#define QUIET_TEXT TEXT(ACCEPT_GUARD_QUIET_S)
+#define QUIET_TEXT LOG_TEXT_OF(ACCEPT_GUARD_QUIET_S)
 
 static int reserve_open(void)
 {
@@ -42,6 +41,9 @@ static const char *hint_of(int err)
   case EUSERS:
     return "every open connection is past negotiation: wait for one to end, or raise "
            "--max-connections";
+  case ETIMEDOUT:
+    return "the connections leaving did not end within 1 s: a handshake may be stuck "
+           "opening a backing that does not answer";
   default:
     return "out of memory for a new connection";
   }
@@ -50,26 +52,26 @@ static const char *hint_of(int err)
 /* What stops the accepts: the limit the operator set, or the system's error. */
 static const char *what_of(int err)
 {
-  return err == EUSERS ? "at the connection limit (--max-connections)" : strerror(err);
+  return err == EUSERS || err == ETIMEDOUT ? "at the connection limit (--max-connections)"
+                                           : strerror(err);
 }
 
 /* A failure of kind `err` now: the start of a spell, or more of the current one. */
 static void spell_note(struct accept_guard *g, int err)
 {
-  if (g->err == 0) {
+  if (log_spell_note(&g->spell)) {
     log_warn("accept: %s; new connections are closed at once until it passes (%s)",
              what_of(err), hint_of(err));
     g->err = err;
     g->refused = 0;
   }
-  clock_gettime(CLOCK_MONOTONIC, &g->last);
 }
 
 /* Logs the end of the spell: `stopped`, the server stopping, or ACCEPT_GUARD_QUIET_S
  * seconds without a failure (a limit the operator set may still be reached then). */
 static void spell_end(struct accept_guard *g, bool stopped)
 {
-  if (g->err == EUSERS) {
+  if (g->err == EUSERS || g->err == ETIMEDOUT) {
     log_info("accept: %lu connection%s refused at the connection limit (--max-connections) "
              "%s", g->refused, g->refused == 1 ? " was" : "s were",
              stopped ? "until the server stopped" : "(none in the last " QUIET_TEXT " s)");
@@ -79,6 +81,7 @@ static void spell_end(struct accept_guard *g, bool stopped)
              g->refused == 1 ? " was" : "s were");
   }
   g->err = 0;
+  (void)log_spell_end(&g->spell);
 }
 
 void accept_guard_refuse(struct accept_guard *g, int lfd, int err)
@@ -105,7 +108,7 @@ void accept_guard_refuse(struct accept_guard *g, int lfd, int err)
 
 void accept_guard_start_failed(struct accept_guard *g, int rc)
 {
-  if (rc == -EAGAIN || rc == -ENOMEM || rc == -EUSERS) {
+  if (rc == -EAGAIN || rc == -ENOMEM || rc == -EUSERS || rc == -ETIMEDOUT) {
     spell_note(g, -rc);
     g->refused++;
   }
@@ -113,16 +116,10 @@ void accept_guard_start_failed(struct accept_guard *g, int rc)
 
 void accept_guard_tick(struct accept_guard *g)
 {
-  struct timespec now;
-
   if (g->reserve < 0) {
     g->reserve = reserve_open();
   }
-  if (g->err == 0) {
-    return;
-  }
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  if (now.tv_sec - g->last.tv_sec >= ACCEPT_GUARD_QUIET_S) {
+  if (log_spell_quiet(&g->spell, ACCEPT_GUARD_QUIET_S)) {
     spell_end(g, false);
   }
 }

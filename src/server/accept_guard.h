@@ -1,7 +1,7 @@
 /* accept_guard.h: what the accepting thread does when it cannot take connections: out of
  * file descriptors (accept(2) fails with EMFILE or ENFILE), or out of threads or memory for
  * a new connection (server_conn_start fails with -EAGAIN or -ENOMEM), or at the operator's
- * --max-connections (-EUSERS).
+ * --max-connections (-EUSERS, -ETIMEDOUT).
  *
  * One descriptor is kept in reserve (/dev/null) so that, out of descriptors, a waiting
  * client can still be taken off the listen queue and closed at once: it sees its connection
@@ -16,7 +16,7 @@
 #ifndef DISKGATE_SERVER_ACCEPT_GUARD_H
 #define DISKGATE_SERVER_ACCEPT_GUARD_H
 
-#include <time.h>
+#include "util/log_spell.h"
 
 #define ACCEPT_GUARD_QUIET_S 5
 
@@ -24,7 +24,7 @@ struct accept_guard {
   int reserve;            /* the reserve descriptor, or -1 (in use, or not to be had) */
   int err;                /* the errno that started the current spell; 0: none */
   unsigned long refused;  /* connections closed at once in the current spell */
-  struct timespec last;   /* CLOCK_MONOTONIC of the spell's latest failure */
+  struct log_spell spell; /* the failures of the current spell */
 };
 
 /* Opens the reserve (a failure only loses the turning away). */
@@ -38,8 +38,8 @@ void accept_guard_init(struct accept_guard *g);
 void accept_guard_refuse(struct accept_guard *g, int lfd, int err);
 
 /* server_conn_start failed with `rc` (-errno) for an accepted connection, which it closed:
- * -EAGAIN, -ENOMEM or -EUSERS start or extend the spell; -ESHUTDOWN and others are
- * ignored. */
+ * -EAGAIN, -ENOMEM, -EUSERS or -ETIMEDOUT (admit.h) start or extend the spell; -ESHUTDOWN
+ * and others are ignored. */
 void accept_guard_start_failed(struct accept_guard *g, int rc);
 
 /* Each pass of the accept loop (at least once a second), before its accepts: takes the

@@ -8,10 +8,9 @@
 #include <time.h>
 
 #include "util/log.h"
+#include "util/log_spell.h"
 
-#define TEXT_OF(x) #x
-#define TEXT(x) TEXT_OF(x)
-#define ADMIT_QUIET_TEXT TEXT(ADMIT_QUIET_S)
+#define ADMIT_QUIET_TEXT LOG_TEXT_OF(ADMIT_QUIET_S)
 
 /* The connection that has been negotiating longest and is not already told to close, or
  * NULL. Under s->lock. */
@@ -27,40 +26,49 @@ static struct conn *oldest_negotiating(const struct server *s)
   return oldest;
 }
 
-/* Connections told to close (by the handshake deadline or to make room) whose threads have
- * not ended yet. Under s->lock. */
+/* Connections that will end without anything more from their clients: told to close (by
+ * the handshake deadline or to make room), or past their last request (admit_ending), whose
+ * threads have not ended yet. Under s->lock. */
 static unsigned conns_leaving(const struct server *s)
 {
   unsigned n = 0;
 
   for (const struct conn *c = s->conns; c != NULL; c = c->next) {
-    n += c->handshake_evicted != 0;
+    n += c->handshake_evicted != 0 || c->ending;
   }
   return n;
 }
 
 /* Closes the negotiating connection `c` to make room for the one from `peer`, at the limit
  * `limit` (s->max_handshakes or s->max_connections): `limit` connections are `what`, and
- * `c` is the `whom`. Its thread wakes, logs and ends. Logs the first closure of a spell.
- * Under s->lock. */
+ * `c` is the `whom`. Its thread wakes and ends without a line of its own: the first closure
+ * of a spell is logged here, and the count when the spell is over. Under s->lock. */
 static void close_to_make_room(struct server *s, struct conn *c, const char *peer,
                                unsigned limit, const char *what, const char *whom)
 {
   assert(c->handshaking && c->handshake_evicted == 0);
   c->handshake_evicted = 2;
   shutdown(c->transport.fd, SHUT_RDWR);
-  if (s->room_closed == 0) {
+  if (log_spell_note(&s->room_spell)) {
     log_warn("%s: %u connection%s %s; closing the %s (%s) to make room (further such "
              "closures are counted, and logged once none has happened for %d s)", peer, limit,
              limit == 1 ? " is" : "s are", what, whom, c->peer, ADMIT_QUIET_S);
   }
-  s->room_closed++;
-  clock_gettime(CLOCK_MONOTONIC, &s->room_last);
+}
+
+/* `t` set to CLOCK_REALTIME (s->cond's clock) plus `ms` milliseconds. */
+static void deadline_in(struct timespec *t, long ms)
+{
+  clock_gettime(CLOCK_REALTIME, t);
+  t->tv_nsec += ms % 1000 * 1000000L;
+  t->tv_sec += ms / 1000 + t->tv_nsec / 1000000000L;
+  t->tv_nsec %= 1000000000L;
 }
 
 int admit_make_room(struct server *s, const char *peer)
 {
-  struct timespec deadline;
+  struct timespec deadline, grace;
+  const struct timespec *until;
 
   if (s->nhandshaking >= s->max_handshakes) {
     struct conn *oldest = oldest_negotiating(s);
@@ -71,25 +79,38 @@ int admit_make_room(struct server *s, const char *peer)
   if (s->max_connections == 0) {
     return 0;
   }
-  clock_gettime(CLOCK_REALTIME, &deadline); /* s->cond uses the default clock */
-  deadline.tv_nsec += (long)ADMIT_WAIT_MS % 1000 * 1000000L;
-  deadline.tv_sec += ADMIT_WAIT_MS / 1000 + deadline.tv_nsec / 1000000000L;
-  deadline.tv_nsec %= 1000000000L;
+  deadline_in(&deadline, ADMIT_WAIT_MS);
+  deadline_in(&grace, ADMIT_GRACE_MS);
   while (s->nconns >= s->max_connections) {
+    until = &deadline;
     if (s->nconns - conns_leaving(s) >= s->max_connections) {
       struct conn *oldest = oldest_negotiating(s);
-      if (oldest == NULL) {
-        return -EUSERS; /* every connection that stays is past negotiation */
+      if (oldest != NULL) {
+        close_to_make_room(s, oldest, peer, s->max_connections, "open (--max-connections)",
+                           "oldest still negotiating");
+      } else {
+        /* Every connection that stays is past negotiation; one may be about to leave
+         * (its client sent NBD_CMD_DISC and connected again at once, ahead of the
+         * server's reading it): admit_ending and each end wake this. */
+        until = &grace;
       }
-      close_to_make_room(s, oldest, peer, s->max_connections, "open (--max-connections)",
-                         "oldest still negotiating");
     }
-    /* Signalled by each connection that ends (server.c). */
-    if (pthread_cond_timedwait(&s->cond, &s->lock, &deadline) == ETIMEDOUT) {
-      return s->nconns < s->max_connections ? 0 : -EUSERS;
+    if (pthread_cond_timedwait(&s->cond, &s->lock, until) == ETIMEDOUT &&
+        s->nconns >= s->max_connections) {
+      return until == &grace ? -EUSERS : -ETIMEDOUT;
     }
   }
   return 0;
+}
+
+void admit_ending(struct conn *c)
+{
+  struct server *s = c->server;
+
+  pthread_mutex_lock(&s->lock);
+  c->ending = true;
+  pthread_cond_broadcast(&s->cond); /* admit_make_room may wait for it now */
+  pthread_mutex_unlock(&s->lock);
 }
 
 int admit_commit(struct conn *c)
@@ -111,21 +132,17 @@ int admit_commit(struct conn *c)
 /* Logs the end of the current spell of closures, `why` it ended. Under s->lock. */
 static void spell_end(struct server *s, const char *why)
 {
-  log_info("%lu connection%s still negotiating %s closed to make room %s", s->room_closed,
-           s->room_closed == 1 ? "" : "s", s->room_closed == 1 ? "was" : "were", why);
-  s->room_closed = 0;
+  unsigned long n = log_spell_end(&s->room_spell);
+
+  log_info("%lu connection%s still negotiating %s closed to make room %s", n,
+           n == 1 ? "" : "s", n == 1 ? "was" : "were", why);
 }
 
 void admit_tick(struct server *s)
 {
-  struct timespec now;
-
   pthread_mutex_lock(&s->lock);
-  if (s->room_closed != 0) {
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    if (now.tv_sec - s->room_last.tv_sec >= ADMIT_QUIET_S) {
-      spell_end(s, "(none in the last " ADMIT_QUIET_TEXT " s)");
-    }
+  if (log_spell_quiet(&s->room_spell, ADMIT_QUIET_S)) {
+    spell_end(s, "(none in the last " ADMIT_QUIET_TEXT " s)");
   }
   pthread_mutex_unlock(&s->lock);
 }
@@ -133,7 +150,7 @@ void admit_tick(struct server *s)
 void admit_finish(struct server *s)
 {
   pthread_mutex_lock(&s->lock);
-  if (s->room_closed != 0) {
+  if (s->room_spell.count != 0) {
     spell_end(s, "until the server stopped");
   }
   pthread_mutex_unlock(&s->lock);

@@ -4,10 +4,13 @@
  *
  * At either limit the connection that has been negotiating longest is closed to make room
  * (case C13: clients that never negotiate cannot lock a real client out). At
- * --max-connections the new connection is admitted only once the one closed for it has
- * ended, so open connections never exceed the limit; when every open connection is past
- * negotiation, or the one closed does not end within ADMIT_WAIT_MS, the new connection is
- * refused. Closing to make room is logged once per spell (a flood would otherwise log a
+ * --max-connections the new connection is admitted only once a connection leaving (closed
+ * to make room, or past its last request: admit_ending) has ended, so open connections
+ * never exceed the limit (the accepting thread holds the new socket meanwhile, one more);
+ * when every open connection is past negotiation and none is leaving within ADMIT_GRACE_MS,
+ * the new connection is refused, and so it is when the ones leaving do not end within
+ * ADMIT_WAIT_MS (a thread stuck opening a backing that does not answer). The accepting thread
+ * waits meanwhile: it reads no signal and accepts nothing else. Closing to make room is logged once per spell (a flood would otherwise log a
  * line per connection): the first closure with its details, then, once none has happened
  * for ADMIT_QUIET_S seconds or the server stops, how many there were.
  *
@@ -21,15 +24,23 @@
 #include "server/server.h"
 
 #define ADMIT_WAIT_MS 1000
+#define ADMIT_GRACE_MS 200
 #define ADMIT_QUIET_S 5
 
 /* Makes room for the connection from `peer` that has just been accepted, closing
  * negotiating connections as the limits require and, at --max-connections, waiting (up to
- * ADMIT_WAIT_MS, s->lock released meanwhile) for them to end. Returns 0 when the new
- * connection may start, -EUSERS when it must be refused (at --max-connections with every
- * open connection past negotiation, or the ones closed did not end in time). Main thread,
- * with s->lock held. */
+ * ADMIT_WAIT_MS, s->lock released meanwhile) for those leaving to end. Returns 0 when the
+ * new connection may start, or -errno when it must be refused: -EUSERS (every open
+ * connection is past negotiation and none left within ADMIT_GRACE_MS), -ETIMEDOUT (those
+ * leaving did not end within ADMIT_WAIT_MS). Main thread, with s->lock held. */
 int admit_make_room(struct server *s, const char *peer);
+
+/* The connection `c` in transmission reads no more requests (NBD_CMD_DISC, the peer
+ * closed, an error, shutdown) and will end once its replies are out: a connection waiting
+ * at --max-connections may wait for it instead of being refused (a client that reconnects
+ * at once after NBD_CMD_DISC). Connection or loop thread; takes s->lock; any number of
+ * times. */
+void admit_ending(struct conn *c);
 
 /* The connection `c` has negotiated successfully and is about to send the reply that
  * enters transmission (NBD_OPT_GO's final NBD_REP_ACK, NBD_OPT_EXPORT_NAME's reply): it no

@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 
 #include "nbd/request.h"
+#include "server/admit.h"
 #include "server/conn.h"
 #include "server/txn.h"
 #include "server/txn_split.h"
@@ -240,6 +241,7 @@ void conn_transmission_run(struct conn *c)
   do {
     rc = request_handle_one(c, &limits);
   } while (rc == 0);
+  admit_ending(c); /* a client waiting at --max-connections may have its place */
   pthread_mutex_lock(&c->lock);
   bool send_failed = c->send_failed;
   pthread_mutex_unlock(&c->lock);

@@ -58,9 +58,11 @@ struct conn {
   bool loop_marked;
   bool loop_done;              /* under lock: the loop has finished with the connection */
   bool loop_state_failed;      /* under lock: the loop could not adopt it */
-  /* handshake deadline (server.c), under server->lock */
-  bool handshaking;
-  int handshake_evicted;       /* 0, or shut down by the deadline (1) or the cap (2) */
+  /* admission and the handshake deadline (admit.c, server.c), under server->lock */
+  bool handshaking;            /* until admit_commit, or the handshake's end */
+  int handshake_evicted;       /* 0, or shut down by the deadline (1) or to make room under
+                                  --max-handshakes or --max-connections (2) */
+  bool ending;                 /* admit_ending: no more requests are read; it will end */
   struct timespec handshake_deadline; /* CLOCK_MONOTONIC */
   /* server list */
   struct conn *prev, *next;

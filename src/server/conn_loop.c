@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 
 #include "nbd/request.h"
+#include "server/admit.h"
 #include "server/conn.h"
 #include "server/loop.h"
 #include "server/txn.h"
@@ -73,6 +74,9 @@ static void reading_stop(struct conn *c, const char *why)
 
   if (!lc->reading_done && why != NULL) {
     log_info("%s: %s", c->peer, why);
+  }
+  if (!lc->reading_done) {
+    admit_ending(c); /* a client waiting at --max-connections may have its place */
   }
   lc->reading_done = true;
 }

@@ -50,8 +50,9 @@ void fence_begin(struct fence *f, struct fence_entry *entry, const void *owner,
 /* As fence_begin without waiting (for event loops): when an overlapping write blocks it,
  * `entry` is parked instead: the fence_end that unblocks it registers it and then calls
  * ready(entry), on that fence_end's thread, after the fence's lock is released (after the
- * ready callback running further up that thread's stack, if any, has returned). Returns true when registered at
- * once (ready is not called), false when parked. Any thread; never blocks. */
+ * ready callback running further up that thread's stack, if any, has returned). Returns
+ * true when registered at once (ready is not called), false when parked. Any thread;
+ * never blocks. */
 bool fence_begin_async(struct fence *f, struct fence_entry *entry, const void *owner,
                        uint64_t offset, uint64_t length, void (*ready)(struct fence_entry *));
 

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "server/export.h"
+#include "util/log_spell.h"
 
 struct conn;
 
@@ -32,10 +33,9 @@ struct server {
   struct conn *conns;           /* live connections (doubly linked) */
   unsigned nconns;
   unsigned nhandshaking;
-  /* admit.c: negotiating connections closed to make room in the current spell (0: none)
-   * and the latest closure's CLOCK_MONOTONIC; main thread, under lock */
-  unsigned long room_closed;
-  struct timespec room_last;
+  /* admit.c: negotiating connections closed to make room in the current spell; main
+   * thread, under lock */
+  struct log_spell room_spell;
 };
 
 /* Initialises an empty server. Returns 0 or -errno. Main thread. */
@@ -48,9 +48,9 @@ struct export *server_find_export(struct server *s, const uint8_t *name, size_t 
 /* Takes ownership of an accepted socket and serves it on a new thread. `peer` names it in
  * logs. Room is made under the limits first (admit.h: the connection negotiating longest
  * is closed, case C13); when there is none at --max-connections, the new socket is closed
- * at once, before the greeting (as nbd-server does at its max_connections). Returns 0, or
- * -errno (the socket is closed): -EUSERS (no room), -ESHUTDOWN (stopping), -ENOMEM,
- * -EAGAIN (no thread). Main (accepting) thread; may wait up to ADMIT_WAIT_MS for room. */
+ * before the greeting. Returns 0, or -errno (the socket is closed): -EUSERS or -ETIMEDOUT
+ * (no room, admit.h), -ESHUTDOWN (stopping), -ENOMEM, -EAGAIN (no thread). Main
+ * (accepting) thread; may wait up to ADMIT_WAIT_MS for room, reading no signal meanwhile. */
 int server_conn_start(struct server *s, int fd, const char *peer);
 
 /* Closes every connection whose handshake has outlived server->handshake_timeout_s in all

@@ -554,6 +554,18 @@ def c13_max_connections(ctx):
             time.sleep(0.1)
     assert c.pread(4096, 0) == want
     c.shutdown()
+    # A client that sends NBD_CMD_DISC, closes without waiting and connects again at once
+    # is let in (the connection it left counts as leaving): 40 times in a row, both
+    # transports, with b still holding the other place.
+    for i in range(40):
+        try:
+            w = s.wire(i % 2 == 0).start()
+            w.go("disk")
+        except (OSError, W.Closed, AssertionError) as e:
+            raise AssertionError(f"reconnection {i} right after NBD_CMD_DISC was refused: {e!r}"
+                                 f" | {s.log_tail(3)}")
+        w.read(0, 4096)
+        w.disconnect()
     b.shutdown()
     # Two connections that never negotiate fill the limit; a real client is still served.
     socks = _flood(s, 2, flags_every=0)

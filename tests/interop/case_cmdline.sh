@@ -3,8 +3,9 @@
 # one line on stderr, and that line names the problem (the option, value or path at fault).
 # Cases: unknown long and short options, a value given to an option that takes none, an
 # ambiguous abbreviation, a repeated --listen/--socket/--export, --sync/--cache bogus,
-# --threads 0, --max-connections out of range or not a number, --force-share without --read-only, an option without its value, an option
-# whose value is forgotten (`--export --read-only`), an empty path or name, missing PATH,
+# --threads 0, --max-connections out of range or not a number, --force-share without
+# --read-only, an option without its value, an option whose value is forgotten
+# (`--export --read-only`), an empty path or name, missing PATH,
 # two PATHs, a missing file, a directory, an image that cannot be opened for writing, a file
 # already served by another diskgate, --listen 'bad::addr', a bare port, a host that does
 # not resolve, a port out of range, a Unix socket another diskgate is accepting on; no
