@@ -349,16 +349,25 @@ def _raise_nofile(n):
     return soft, hard
 
 
+def _raw_connect(s, tcp, timeout):
+    """A plain socket connected to the server's TCP or Unix listener; raises OSError."""
+    if tcp:
+        return socket.create_connection(("127.0.0.1", s.port), timeout=timeout)
+    c = socket.socket(socket.AF_UNIX)
+    try:
+        c.settimeout(timeout)
+        c.connect(s.sock)
+    except OSError:
+        c.close()
+        raise
+    return c
+
+
 def _flood(s, n, tcp=True, flags_every=2):
     socks = []
     for i in range(n):
         try:
-            if tcp:
-                c = socket.create_connection(("127.0.0.1", s.port), timeout=5)
-            else:
-                c = socket.socket(socket.AF_UNIX)
-                c.settimeout(5)
-                c.connect(s.sock)
+            c = _raw_connect(s, tcp, 5)
         except OSError as e:
             raise AssertionError(f"connection {i} of {n} failed: {e}")
         if flags_every and i % flags_every == 1:
@@ -495,12 +504,8 @@ def _refused_at_once(s, tcp):
     """Connects and returns the seconds until the server closed the socket without a
     greeting; fails if a greeting came or nothing happened within 5 s."""
     t0 = time.monotonic()
-    c = socket.create_connection(("127.0.0.1", s.port), timeout=5) if tcp else \
-        socket.socket(socket.AF_UNIX)
+    c = _raw_connect(s, tcp, 5)
     try:
-        if not tcp:
-            c.settimeout(5)
-            c.connect(s.sock)
         data = c.recv(16)
     except ConnectionResetError:
         data = b""
@@ -509,7 +514,8 @@ def _refused_at_once(s, tcp):
                              "closed within 5 s")
     finally:
         c.close()
-    assert data == b"", f"at --max-connections, a new connection got {data!r} (no greeting expected)"
+    assert data == b"", \
+        f"at --max-connections, a new connection got {data!r} (no greeting expected)"
     return time.monotonic() - t0
 
 
@@ -606,12 +612,7 @@ def c13_max_connections_flood(ctx):
         held = []
         while not stop.is_set():
             try:
-                if tcp:
-                    c = socket.create_connection(("127.0.0.1", s.port), timeout=2)
-                else:
-                    c = socket.socket(socket.AF_UNIX)
-                    c.settimeout(2)
-                    c.connect(s.sock)
+                c = _raw_connect(s, tcp, 2)
             except OSError:
                 time.sleep(0.01)
                 continue
