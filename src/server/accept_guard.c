@@ -60,8 +60,10 @@ static const char *what_of(int err)
 static void spell_note(struct accept_guard *g, int err)
 {
   if (log_spell_note(&g->spell)) {
-    log_warn("accept: %s; new connections are closed at once until it passes (%s)",
-             what_of(err), hint_of(err));
+    log_warn("accept: %s; new connections are %s until it passes (%s)", what_of(err),
+             err == EUSERS || err == ETIMEDOUT ? "closed before the greeting"
+                                               : "closed at once",
+             hint_of(err));
     g->err = err;
     g->refused = 0;
   }
@@ -74,7 +76,7 @@ static void spell_end(struct accept_guard *g, bool stopped)
   if (g->err == EUSERS || g->err == ETIMEDOUT) {
     log_info("accept: %lu connection%s refused at the connection limit (--max-connections) "
              "%s", g->refused, g->refused == 1 ? " was" : "s were",
-             stopped ? "until the server stopped" : "(none in the last " QUIET_TEXT " s)");
+             stopped ? "before the server stopped" : "(none in the last " QUIET_TEXT " s)");
   } else {
     log_info("accept: %s %s; %lu connection%s closed at once while it lasted", strerror(g->err),
              stopped ? "until the server stopped" : "no longer", g->refused,

@@ -151,7 +151,7 @@ void admit_finish(struct server *s)
 {
   pthread_mutex_lock(&s->lock);
   if (s->room_spell.count != 0) {
-    spell_end(s, "until the server stopped");
+    spell_end(s, "before the server stopped");
   }
   pthread_mutex_unlock(&s->lock);
 }
