@@ -42,8 +42,8 @@ static const char *hint_of(int err)
     return "every open connection is past negotiation: wait for one to end, or raise "
            "--max-connections";
   case ETIMEDOUT:
-    return "the connections leaving did not end within 1 s: a handshake may be stuck "
-           "opening a backing that does not answer";
+    return "the connections leaving did not end within 1 s: clients that do not read "
+           "their last replies, or a handshake stuck opening a backing that does not answer";
   default:
     return "out of memory for a new connection";
   }

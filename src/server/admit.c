@@ -26,15 +26,16 @@ static struct conn *oldest_negotiating(const struct server *s)
   return oldest;
 }
 
-/* Connections that will end without anything more from their clients: told to close (by
- * the handshake deadline or to make room), or past their last request (admit_ending), whose
- * threads have not ended yet. Under s->lock. */
-static unsigned conns_leaving(const struct server *s)
+/* Connections that will end without anything more from their clients, whose threads have
+ * not ended yet: told to close (by the handshake deadline or to make room), and, with
+ * `ending`, those past their last request (admit_ending; one whose client does not read
+ * its replies may take long). Under s->lock. */
+static unsigned conns_leaving(const struct server *s, bool ending)
 {
   unsigned n = 0;
 
   for (const struct conn *c = s->conns; c != NULL; c = c->next) {
-    n += c->handshake_evicted != 0 || c->ending;
+    n += c->handshake_evicted != 0 || (ending && c->ending);
   }
   return n;
 }
@@ -68,7 +69,8 @@ static void deadline_in(struct timespec *t, long ms)
 int admit_make_room(struct server *s, const char *peer)
 {
   struct timespec deadline, grace;
-  const struct timespec *until;
+  bool late = false; /* past the grace: connections past their last request no longer
+                        count as leaving, so a negotiating one is closed instead */
 
   if (s->nhandshaking >= s->max_handshakes) {
     struct conn *oldest = oldest_negotiating(s);
@@ -82,22 +84,24 @@ int admit_make_room(struct server *s, const char *peer)
   deadline_in(&deadline, ADMIT_WAIT_MS);
   deadline_in(&grace, ADMIT_GRACE_MS);
   while (s->nconns >= s->max_connections) {
-    until = &deadline;
-    if (s->nconns - conns_leaving(s) >= s->max_connections) {
+    if (s->nconns - conns_leaving(s, !late) >= s->max_connections) {
       struct conn *oldest = oldest_negotiating(s);
       if (oldest != NULL) {
         close_to_make_room(s, oldest, peer, s->max_connections, "open (--max-connections)",
                            "oldest still negotiating");
-      } else {
-        /* Every connection that stays is past negotiation; one may be about to leave
-         * (its client sent NBD_CMD_DISC and connected again at once, ahead of the
-         * server's reading it): admit_ending and each end wake this. */
-        until = &grace;
+      } else if (late && conns_leaving(s, true) == 0) {
+        return -EUSERS; /* every connection is past negotiation, and none is leaving */
       }
+      /* Otherwise one may be about to leave (its client sent NBD_CMD_DISC and connected
+       * again at once, ahead of the server's reading it): admit_ending and each end wake
+       * this. */
     }
-    if (pthread_cond_timedwait(&s->cond, &s->lock, until) == ETIMEDOUT &&
+    if (pthread_cond_timedwait(&s->cond, &s->lock, late ? &deadline : &grace) == ETIMEDOUT &&
         s->nconns >= s->max_connections) {
-      return until == &grace ? -EUSERS : -ETIMEDOUT;
+      if (late) {
+        return conns_leaving(s, true) != 0 ? -ETIMEDOUT : -EUSERS;
+      }
+      late = true;
     }
   }
   return 0;

@@ -4,12 +4,15 @@
  *
  * At either limit the connection that has been negotiating longest is closed to make room
  * (case C13: clients that never negotiate cannot lock a real client out). At
- * --max-connections the new connection is admitted only once a connection leaving (closed
- * to make room, or past its last request: admit_ending) has ended, so open connections
- * never exceed the limit (the accepting thread holds the new socket meanwhile, one more);
- * when every open connection is past negotiation and none is leaving within ADMIT_GRACE_MS,
- * the new connection is refused, and so it is when the ones leaving do not end within
- * ADMIT_WAIT_MS (a thread stuck opening a backing that does not answer). The accepting thread
+ * --max-connections the new connection is admitted only once a connection leaving has
+ * ended, so open connections never exceed the limit (the accepting thread holds the new
+ * socket meanwhile, one more). Leaving: closed to make room or by the deadline, or past
+ * its last request (admit_ending), which is waited for only ADMIT_GRACE_MS before a
+ * negotiating connection is closed instead (its client may never read its replies). When
+ * every open connection is past negotiation and none is leaving after ADMIT_GRACE_MS, the
+ * new connection is refused, and so it is when those leaving have not ended within
+ * ADMIT_WAIT_MS (clients that do not read their last replies, or a thread stuck opening a
+ * backing that does not answer). The accepting thread
  * waits meanwhile: it reads no signal and accepts nothing else. Closing to make room is logged once per spell (a flood would otherwise log a
  * line per connection): the first closure with its details, then, once none has happened
  * for ADMIT_QUIET_S seconds or the server stops, how many there were.

@@ -217,7 +217,7 @@ static void parse(struct conn *c)
     lc->rstart += lc->header_size;
     avail -= lc->header_size;
     if (req.type == NBD_CMD_DISC) {
-      lc->reading_done = true;
+      reading_stop(c, NULL); /* nothing to log: the client said goodbye */
       break;
     }
     error = txn_check(c, &lc->limits, &req, &payload);

@@ -590,6 +590,79 @@ def c13_max_connections(ctx):
     return f"refused in at most {max(waits) * 1000:.0f} ms; normal client {dt:.2f} s"
 
 
+def _leave_unread(w, n=24):
+    """Sends n READs of 2 MiB and NBD_CMD_DISC and reads nothing: the connection is past
+    its last request, and it cannot end while its replies wait to be read."""
+    for _ in range(n):
+        w.send_request(W.CMD_READ, 0, 2 * MiB, register=False)
+    w.send_request(W.CMD_DISC)
+
+
+def _drain_after(w, delay):
+    import threading
+
+    def drain():
+        time.sleep(delay)
+        try:
+            while w.s.recv(1 << 20):
+                pass
+        except OSError:
+            pass
+        w.close()
+    t = threading.Thread(target=drain)
+    t.start()
+    return t
+
+
+@case("C13")
+def c13_max_connections_leaving(ctx):
+    """Connections past their last request at --max-connections, both engines:
+    (1) at 1, A sends READs and NBD_CMD_DISC and reads its replies only 0.5 s later; B,
+    connecting right after, is let in once A ends (the event-loop engine refused it after
+    0.2 s: its DISC did not mark A as leaving); (2) at 2, A does the same and never reads,
+    B connects and never negotiates, and a real client C is still served: B is closed to
+    make room (C waited 1 s and was refused, again and again, while A held its place)."""
+    img = ctx.make_image(f"c13f-{ctx.counter()}.img", 4 * MiB, [(0, 4 * MiB, "data")])
+    out = []
+    for engine in ("uring", "threads"):
+        s = F.Server(ctx, img, ["--max-connections", "1", "--engine", engine])
+        a = s.wire(True).start()
+        a.go("disk")
+        _leave_unread(a)
+        time.sleep(0.05)
+        t0 = time.monotonic()
+        drainer = _drain_after(a, 0.5)
+        try:
+            b = s.wire(False).start()
+            b.go("disk")
+        except (OSError, W.Closed, AssertionError) as e:
+            raise AssertionError(f"{engine}: B refused after {time.monotonic() - t0:.2f} s "
+                                 f"while A, past NBD_CMD_DISC, drained: {e!r} | {s.log_tail(3)}")
+        waited = time.monotonic() - t0
+        b.read(0, 4096)
+        b.disconnect()
+        drainer.join()
+        s.stop()
+
+        s = F.Server(ctx, img, ["--max-connections", "2", "--engine", engine])
+        a = s.wire(True).start()
+        a.go("disk")
+        _leave_unread(a)
+        time.sleep(0.05)
+        idle = _raw_connect(s, True, 5)
+        time.sleep(0.05)
+        try:
+            dt = _normal_client_time(s)
+        finally:
+            idle.close()
+            a.close()
+        assert dt < 3.0, f"{engine}: a real client took {dt:.1f} s"
+        assert "closing the oldest still negotiating" in s.log_text(), s.log_tail(5)
+        s.stop()
+        out.append(f"{engine}: B in after {waited:.2f} s, C in {dt:.2f} s")
+    return "; ".join(out)
+
+
 @case("C13")
 def c13_max_connections_flood(ctx):
     """--max-connections 2 under a flood of connections that never negotiate (4 threads,
