@@ -128,24 +128,6 @@ int bench_cli_parse_size(const char *s, uint64_t *bytes)
   return 0;
 }
 
-/* Parses an unsigned integer in [lo, hi]; returns 0 or -EINVAL. */
-static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
-{
-  unsigned long v;
-  char *end;
-
-  if (*s < '0' || *s > '9') {
-    return -EINVAL;
-  }
-  errno = 0;
-  v = strtoul(s, &end, 10);
-  if (errno != 0 || *end != '\0' || v < lo || v > hi) {
-    return -EINVAL;
-  }
-  *out = (unsigned)v;
-  return 0;
-}
-
 /* Returns true for POOL/IMAGE with both parts made of letters, digits, '.', '_' and '-' (no
  * snapshot, no options: the lab writes to the image). */
 static bool rbd_image_valid(const char *s)
@@ -220,13 +202,13 @@ int bench_cli_parse(int argc, char **argv, struct bench_opts *opts, FILE *out, F
       opts->workloads = optarg;
       break;
     case OPT_RUNS:
-      if (parse_uint(optarg, 1, BENCH_MAX_RUNS, &opts->runs) < 0) {
+      if (cli_parse_unsigned(optarg, 1, BENCH_MAX_RUNS, &opts->runs) < 0) {
         return bad(err, "--runs wants a number from 1 to 50, not '%s'", optarg);
       }
       opts->runs_set = true;
       break;
     case OPT_RUNTIME:
-      if (parse_uint(optarg, 1, 3600, &opts->runtime_s) < 0) {
+      if (cli_parse_unsigned(optarg, 1, 3600, &opts->runtime_s) < 0) {
         return bad(err, "--runtime wants whole seconds from 1 to 3600, not '%s'", optarg);
       }
       opts->runtime_set = true;

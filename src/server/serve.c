@@ -123,20 +123,6 @@ static int bad_usage_text(const char *text)
   return 2;
 }
 
-static int parse_unsigned(const char *text, unsigned min, unsigned max, unsigned *out)
-{
-  char *end;
-  unsigned long v;
-
-  errno = 0;
-  v = strtoul(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || text[0] == '-' || v < min || v > max) {
-    return -EINVAL;
-  }
-  *out = (unsigned)v;
-  return 0;
-}
-
 /* The line for an empty value of an option whose value names a file or a user, which an
  * empty value cannot (`--socket ''` was taken for the working directory); NULL for the
  * other options. (An empty --pid-file is pid_file_check's to refuse.) */
@@ -254,7 +240,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
       }
       break;
     case OPT_THREADS:
-      if (parse_unsigned(optarg, 1, 64, &cfg->threads) < 0) {
+      if (cli_parse_unsigned(optarg, 1, 64, &cfg->threads) < 0) {
         return bad_usage("--threads takes a number from 1 to 64, not '%s'", optarg);
       }
       break;
@@ -273,7 +259,7 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
       cfg->opts.ceph_id = optarg;
       break;
     case OPT_HS_TIMEOUT:
-      if (parse_unsigned(optarg, 1, 3600, &cfg->handshake_timeout) < 0) {
+      if (cli_parse_unsigned(optarg, 1, 3600, &cfg->handshake_timeout) < 0) {
         return bad_usage("--handshake-timeout takes seconds from 1 to 3600, not '%s'", optarg);
       }
       break;
@@ -284,12 +270,12 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
       cfg->unaligned_error = strcmp(optarg, "error") == 0;
       break;
     case OPT_MAX_HS:
-      if (parse_unsigned(optarg, 1, 100000, &cfg->max_handshakes) < 0) {
+      if (cli_parse_unsigned(optarg, 1, 100000, &cfg->max_handshakes) < 0) {
         return bad_usage("--max-handshakes takes a number from 1 to 100000, not '%s'", optarg);
       }
       break;
     case OPT_MAX_CONNS:
-      if (parse_unsigned(optarg, 0, 1000000, &cfg->max_connections) < 0) {
+      if (cli_parse_unsigned(optarg, 0, 1000000, &cfg->max_connections) < 0) {
         return bad_usage("--max-connections takes a number from 0 (no limit) to 1000000, "
                          "not '%s'", optarg);
       }

@@ -2,8 +2,10 @@
 #include "util/cli.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/log.h"
@@ -122,4 +124,21 @@ char *cli_value_option_error(const struct option *longopts, char *const argv[], 
   snprintf(msg, size, "option '--%s' needs a value, not the option '%s'%s; write --%s=%s if "
            "that is the value", self->name, shown, full, self->name, whole);
   return msg;
+}
+
+int cli_parse_unsigned(const char *text, unsigned min, unsigned max, unsigned *out)
+{
+  unsigned long v;
+  char *end;
+
+  if (text[0] < '0' || text[0] > '9') {
+    return -EINVAL; /* strtoul would skip spaces and take a sign: "-1" wraps around */
+  }
+  errno = 0;
+  v = strtoul(text, &end, 10);
+  if (errno != 0 || *end != '\0' || v < min || v > max) {
+    return -EINVAL;
+  }
+  *out = (unsigned)v;
+  return 0;
 }

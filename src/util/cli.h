@@ -35,4 +35,9 @@ char *cli_option_error(const struct option *longopts, const char *arg, int short
 char *cli_value_option_error(const struct option *longopts, char *const argv[], int next,
                              const char *value, int opt, char *msg, size_t size);
 
+/* Parses an option's decimal value in [min, max] into *out: digits only, from the first
+ * byte to the last (no sign, no spaces, no suffix, which strtoul would take or skip).
+ * Returns 0, or -EINVAL (not such a number, or out of range; *out is unchanged). */
+int cli_parse_unsigned(const char *text, unsigned min, unsigned max, unsigned *out);
+
 #endif

@@ -50,7 +50,8 @@ bad --bogus       "${L[@]}" --bogus "$T/a.img"
 bad bogus         "${L[@]}" --sync bogus "$T/a.img"
 bad --cache       "${L[@]}" --cache bogus "$T/a.img"
 bad --threads     "${L[@]}" --threads 0 "$T/a.img"
-for v in -1 x 1000001 2k; do
+# digits only: a space or a sign was taken by strtoul (' -0' meant no limit)
+for v in -1 x 1000001 2k ' 5' +5 ' -0'; do
   bad "--max-connections takes a number from 0 (no limit) to 1000000, not '$v'" \
       "${L[@]}" --max-connections "$v" "$T/a.img"
 done

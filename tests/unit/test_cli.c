@@ -2,6 +2,7 @@
  * getopt_long refused; the real parsers give it argv[optind - 1] and optopt, these cases
  * give the same values directly) and cli_value_option_error (an option's value that is
  * another option, as getopt_long leaves it in a real parse). */
+#include <errno.h>
 #include <getopt.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -176,6 +177,30 @@ static void test_value_that_is_not_an_option_is_fine(void **state)
   assert_string_equal(value_error(4, a5, OPT_SOCKET, msg, sizeof msg), "");
 }
 
+/* Numbers: digits only. serve's parser took " 5", "+5" and " -0" (strtoul skips spaces and
+ * takes a sign), as the bench's did not. */
+static void test_unsigned_digits_only(void **state)
+{
+  const char *bad[] = {"", " 5", "+5", " -0", "-0", "-1", "5 ", "5k", "0x10", "4294967297",
+                       "18446744073709551617", "abc"};
+  unsigned v = 77;
+
+  (void)state;
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_int_equal(cli_parse_unsigned(bad[i], 0, 1000000, &v), -EINVAL);
+    assert_int_equal(v, 77); /* unchanged on failure */
+  }
+  assert_int_equal(cli_parse_unsigned("0", 0, 10, &v), 0);
+  assert_int_equal(v, 0);
+  assert_int_equal(cli_parse_unsigned("010", 0, 10, &v), 0); /* decimal, not octal */
+  assert_int_equal(v, 10);
+  assert_int_equal(cli_parse_unsigned("1000000", 0, 1000000, &v), 0);
+  assert_int_equal(v, 1000000);
+  assert_int_equal(cli_parse_unsigned("1000001", 0, 1000000, &v), -EINVAL);
+  assert_int_equal(cli_parse_unsigned("0", 1, 64, &v), -EINVAL);
+  assert_int_equal(v, 1000000);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -190,6 +215,7 @@ int main(void)
     cmocka_unit_test(test_message_is_cut_to_the_buffer),
     cmocka_unit_test(test_value_that_is_an_option_is_refused),
     cmocka_unit_test(test_value_that_is_not_an_option_is_fine),
+    cmocka_unit_test(test_unsigned_digits_only),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
