@@ -304,6 +304,13 @@ int listen_run(struct server *s, struct listener *ls, size_t n, int stop_fd)
       accept_guard_start_failed(&guard, server_conn_start(s, fd, peer));
     }
   }
+  /* Why it stops, before the spells' last lines, which say "before the server stopped". */
+  if (rc > 0) {
+    log_info("signal %d (%s): finishing in-flight requests, then exiting", rc, strsignal(rc));
+  } else {
+    log_error("cannot wait for connections (poll: %s): finishing in-flight requests, then "
+              "exiting", strerror(-rc));
+  }
   accept_guard_finish(&guard);
   admit_finish(s);
   return rc;

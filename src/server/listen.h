@@ -37,8 +37,9 @@ int listen_open_unix(struct listener *l, const char *path);
 /* Accepts connections on the listeners and hands them to the server until a signal in
  * `stop_fd` (a signalfd) arrives. Returns the signal number (> 0), or -errno when it can
  * no longer wait for connections (poll(2) failed other than with EINTR or ENOMEM, which
- * are retried). When it cannot take connections (out of descriptors, threads or memory),
- * accept_guard.h says what it does. Main thread. */
+ * are retried); logs which, in one line. When it cannot take connections (out of
+ * descriptors, threads or memory, or at a limit), accept_guard.h and admit.h say what it
+ * does. Main thread. */
 int listen_run(struct server *s, struct listener *ls, size_t n, int stop_fd);
 
 /* Closes (and for Unix sockets unlinks) a listener. */

@@ -642,13 +642,7 @@ int serve_main(int argc, char **argv)
       server.nloops = cfg.threads;
     }
   }
-  sig = listen_run(&server, ls, nls, sfd);
-  if (sig > 0) {
-    log_info("signal %d (%s): finishing in-flight requests, then exiting", sig, strsignal(sig));
-  } else {
-    log_error("cannot wait for connections (poll: %s): finishing in-flight requests, then "
-              "exiting", strerror(-sig));
-  }
+  sig = listen_run(&server, ls, nls, sfd); /* it logs why it stopped */
   for (size_t i = 0; i < nls; i++) {
     listen_close(&ls[i]);
   }
