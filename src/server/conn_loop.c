@@ -297,7 +297,9 @@ void conn_loop_on_recv(struct conn *c, int32_t res)
     return;
   }
   if (res <= 0) {
-    if (res == 0 && !lc->send_failed && !atomic_load(&c->server->stopping)) {
+    /* EOF or an RST (a client that closed with SO_LINGER 0): the thread path logs both */
+    if ((res == 0 || res == -ECONNRESET) && !lc->send_failed &&
+        !atomic_load(&c->server->stopping)) {
       reading_stop(c, "peer closed the connection without NBD_CMD_DISC");
     } else {
       reading_stop(c, NULL);
