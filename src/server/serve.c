@@ -200,6 +200,9 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
       if (strlen(optarg) > 4096) {
         return bad_usage("export name longer than 4096 bytes%s", "");
       }
+      if (cli_utf8_check(optarg) < 0) { /* the name goes to clients, which expect UTF-8 */
+        return bad_usage("--export needs a UTF-8 name, not '%s'", optarg);
+      }
       cfg->export_name = optarg;
       break;
     case OPT_LISTEN: {

@@ -3,6 +3,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <iconv.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,4 +142,26 @@ int cli_parse_unsigned(const char *text, unsigned min, unsigned max, unsigned *o
   }
   *out = (unsigned)v;
   return 0;
+}
+
+int cli_utf8_check(const char *text)
+{
+  iconv_t cd = iconv_open("UTF-32LE", "UTF-8");
+  char *in = (char *)text;
+  size_t in_left = strlen(text);
+  int rc = 0;
+
+  if (cd == (iconv_t)-1) {
+    return -errno;
+  }
+  while (in_left > 0 && rc == 0) {
+    char buf[1024];
+    char *out = buf;
+    size_t out_left = sizeof buf;
+    if (iconv(cd, &in, &in_left, &out, &out_left) == (size_t)-1 && errno != E2BIG) {
+      rc = -EILSEQ; /* EILSEQ: an invalid sequence; EINVAL: one cut short at the end */
+    }
+  }
+  iconv_close(cd);
+  return rc;
 }

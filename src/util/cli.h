@@ -40,4 +40,10 @@ char *cli_value_option_error(const struct option *longopts, char *const argv[], 
  * Returns 0, or -EINVAL (not such a number, or out of range; *out is unchanged). */
 int cli_parse_unsigned(const char *text, unsigned min, unsigned max, unsigned *out);
 
+/* Checks that the NUL-terminated `text` is UTF-8 (doc/proto.md: the NBD protocol's strings,
+ * export names among them, are UTF-8): code points up to U+10FFFF, no surrogates, no
+ * overlong forms, nothing cut short; the check is iconv(3)'s conversion to UTF-32.
+ * Returns 0, -EILSEQ (not UTF-8), or -ENOMEM / -EINVAL when iconv cannot be opened. */
+int cli_utf8_check(const char *text);
+
 #endif

@@ -79,6 +79,8 @@ RES_OPTIONS="timeout:1 attempts:1" \
 bad "--listen given twice" "${L[@]}" --listen 127.0.0.1:1 "$T/a.img"
 bad "--socket given twice" "${L[@]}" --socket "$T/other.sock" "$T/a.img"
 bad "--export given twice" "${L[@]}" --export a --export b "$T/a.img"
+# an export name that is not UTF-8 (NBD strings are): it was served, and sent to clients
+bad "--export needs a UTF-8 name, not 'caf\\xe9'" "${L[@]}" --export $'caf\xe9' "$T/a.img"
 bad "--force-share needs --read-only" "${L[@]}" --force-share "$T/a.img"
 bad "--force-share is for files and block devices" "${L[@]}" --read-only --force-share rbd:pool/img
 # control characters in a value: escaped, still one line (helper-32)

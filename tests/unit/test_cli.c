@@ -201,6 +201,34 @@ static void test_unsigned_digits_only(void **state)
   assert_int_equal(v, 1000000);
 }
 
+/* Export names go to clients as NBD strings, which are UTF-8; Latin-1 and broken names were
+ * accepted on the command line. */
+static void test_utf8_check(void **state)
+{
+  const char *good[] = {"", "disk", "d\xc3\xafsk-\xe2\x82\xac-\xf0\x9f\x98\x80",
+                        "\xf4\x8f\xbf\xbf"};
+  const char *bad[] = {"\xff", "caf\xe9", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+                       "ab\xe2\x82"};
+
+  char long_name[4096 + 1]; /* 1365 euro signs and a 1-byte tail: past iconv's 1 KiB buffer */
+
+  (void)state;
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    assert_int_equal(cli_utf8_check(good[i]), 0);
+  }
+  for (size_t i = 0; i + 3 <= 4095; i += 3) {
+    memcpy(long_name + i, "\xe2\x82\xac", 3);
+  }
+  long_name[4095] = 'x';
+  long_name[4096] = '\0';
+  assert_int_equal(cli_utf8_check(long_name), 0);
+  long_name[4094] = 'x'; /* cuts the last euro sign short */
+  assert_int_equal(cli_utf8_check(long_name), -EILSEQ);
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    assert_int_equal(cli_utf8_check(bad[i]), -EILSEQ);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -216,6 +244,7 @@ int main(void)
     cmocka_unit_test(test_value_that_is_an_option_is_refused),
     cmocka_unit_test(test_value_that_is_not_an_option_is_fine),
     cmocka_unit_test(test_unsigned_digits_only),
+    cmocka_unit_test(test_utf8_check),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
