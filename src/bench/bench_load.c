@@ -1,16 +1,20 @@
 /* bench_load.c: bench.json back into a bench_results. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "bench/bench_configs.h"
 #include "bench/bench_load.h"
 #include "bench/bench_stats.h"
 #include "bench/bench_util.h"
 #include "bench/bench_workloads.h"
+#include "util/log.h"
 
 /* Storage for the strings opts points at. */
 static char loaded_profile[16];
@@ -32,14 +36,33 @@ static void str(const cJSON *o, const char *name, char *buf, size_t len)
   bench_fmt(buf, len, "%s", cJSON_IsString(v) ? v->valuestring : "");
 }
 
+/* The whole regular file at `path`, NUL-terminated (free() it), or NULL with *err: -errno,
+ * or -EINVAL for anything but a regular file (a line on stderr says so): a FIFO would block
+ * the open and the reads, a directory or a device gives no report. */
 static char *slurp(const char *path, int *err)
 {
-  FILE *f = fopen(path, "rb");
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO: no wait for a writer */
+  struct stat st;
+  FILE *f;
   char *buf = NULL;
   size_t len = 0, cap = 0;
 
+  if (fd < 0) {
+    *err = -errno;
+    return NULL;
+  }
+  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+    char shown[LOG_SHOWN_MAX];
+    fprintf(stderr, "diskgate bench: %s is not a regular file (--render takes a bench.json)\n",
+            log_escape_str(shown, sizeof shown, path));
+    close(fd);
+    *err = -EINVAL;
+    return NULL;
+  }
+  f = fdopen(fd, "rb"); /* O_NONBLOCK does not matter for a regular file */
   if (f == NULL) {
     *err = -errno;
+    close(fd);
     return NULL;
   }
   for (;;) {

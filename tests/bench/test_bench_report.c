@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -370,6 +371,26 @@ static void test_json_round_trip(void **state)
   assert_int_equal(bench_load_json("/nonexistent/bench.json", &loaded), -ENOENT);
 }
 
+/* --render of a FIFO blocked for ever (in open, with no writer); a directory or a device is
+ * no report either: each is refused at once with -EINVAL. */
+static void test_load_refuses_what_is_not_a_file(void **state)
+{
+  static struct bench_results loaded;
+  char dir[] = "/tmp/dg-bench-load-XXXXXX";
+  char fifo[sizeof dir + 8];
+
+  (void)state;
+  assert_non_null(mkdtemp(dir));
+  snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  assert_int_equal(bench_load_json(fifo, &loaded), -EINVAL);
+  assert_int_equal(bench_load_json(dir, &loaded), -EINVAL);
+  assert_int_equal(bench_load_json("/dev/zero", &loaded), -EINVAL);
+  assert_null(loaded.cells);
+  unlink(fifo);
+  rmdir(dir);
+}
+
 /* Rows 1 and 2 become diskgate-rbd and qemu-nbd-rbd: a third group, compared with
  * qemu-nbd-rbd, in the Markdown, the SVG and back from the JSON. */
 static void test_rbd_group(void **state)
@@ -486,6 +507,7 @@ int main(void)
     cmocka_unit_test(test_svg_has_a_bar_per_cell),
     cmocka_unit_test(test_json_round_trip),
     cmocka_unit_test(test_rbd_group),
+    cmocka_unit_test(test_load_refuses_what_is_not_a_file),
     cmocka_unit_test(test_title_names_the_selection),
   };
 
