@@ -1,6 +1,7 @@
-/* cli.h: one line that names what is wrong with a command line getopt_long parsed, for the
- * subcommands' option parsers (serve.c, bench_cli.c): an option it refused, and a value
- * that is another option (a forgotten value). getopt_long reports an unknown option, a
+/* cli.h: for the subcommands' option parsers (serve.c, bench_cli.c): one line that names
+ * what is wrong with a command line getopt_long parsed (an option it refused, a value that
+ * is another option: a forgotten value), and the checks of values shared by both (numbers,
+ * UTF-8 names). getopt_long reports an unknown option, a
  * missing value and a value given to an option that takes none all the same way ('?' or
  * ':'), and its optopt is the offending character only for short options; this tells the
  * three apart from the argument itself. Source: glibc's getopt_long(3) (abbreviations of
