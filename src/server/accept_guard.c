@@ -49,11 +49,16 @@ static const char *hint_of(int err)
   }
 }
 
+/* True for the refusals at the limit the operator set (admit.h), not the system's. */
+static bool at_limit(int err)
+{
+  return err == EUSERS || err == ETIMEDOUT;
+}
+
 /* What stops the accepts: the limit the operator set, or the system's error. */
 static const char *what_of(int err)
 {
-  return err == EUSERS || err == ETIMEDOUT ? "at the connection limit (--max-connections)"
-                                           : strerror(err);
+  return at_limit(err) ? "at the connection limit (--max-connections)" : strerror(err);
 }
 
 /* A failure of kind `err` now: the start of a spell, or more of the current one. */
@@ -61,8 +66,7 @@ static void spell_note(struct accept_guard *g, int err)
 {
   if (log_spell_note(&g->spell)) {
     log_warn("accept: %s; new connections are %s until it passes (%s)", what_of(err),
-             err == EUSERS || err == ETIMEDOUT ? "closed before the greeting"
-                                               : "closed at once",
+             at_limit(err) ? "closed before the greeting" : "closed at once",
              hint_of(err));
     g->err = err;
     g->refused = 0;
@@ -73,7 +77,7 @@ static void spell_note(struct accept_guard *g, int err)
  * seconds without a failure (a limit the operator set may still be reached then). */
 static void spell_end(struct accept_guard *g, bool stopped)
 {
-  if (g->err == EUSERS || g->err == ETIMEDOUT) {
+  if (at_limit(g->err)) {
     log_info("accept: %lu connection%s refused at the connection limit (--max-connections) "
              "%s", g->refused, g->refused == 1 ? " was" : "s were",
              stopped ? "before the server stopped" : "(none in the last " QUIET_TEXT " s)");
@@ -110,7 +114,7 @@ void accept_guard_refuse(struct accept_guard *g, int lfd, int err)
 
 void accept_guard_start_failed(struct accept_guard *g, int rc)
 {
-  if (rc == -EAGAIN || rc == -ENOMEM || rc == -EUSERS || rc == -ETIMEDOUT) {
+  if (rc == -EAGAIN || rc == -ENOMEM || at_limit(-rc)) {
     spell_note(g, -rc);
     g->refused++;
   }

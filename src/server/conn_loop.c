@@ -72,12 +72,13 @@ static void reading_stop(struct conn *c, const char *why)
 {
   struct lconn *lc = c->loop_state;
 
-  if (!lc->reading_done && why != NULL) {
+  if (lc->reading_done) {
+    return;
+  }
+  if (why != NULL) {
     log_info("%s: %s", c->peer, why);
   }
-  if (!lc->reading_done) {
-    admit_ending(c); /* a client waiting at --max-connections may have its place */
-  }
+  admit_ending(c); /* a client waiting at --max-connections may have its place */
   lc->reading_done = true;
 }
 

@@ -173,6 +173,7 @@ static int option_export_name(struct conn *c, const uint8_t *payload, uint32_t l
   uint8_t buf[134];
   struct export *e;
   size_t n;
+  int rc;
 
   if (c->extended_headers) {
     log_info("%s: NBD_OPT_EXPORT_NAME after extended headers; closing", c->peer);
@@ -192,8 +193,9 @@ static int option_export_name(struct conn *c, const uint8_t *payload, uint32_t l
              e->log_name);
     return -ENOENT;
   }
-  if (admit_commit(c) < 0) {
-    return -ECONNABORTED; /* closed to make room or by the deadline meanwhile */
+  rc = admit_commit(c); /* -ECONNABORTED: closed to make room or by the deadline meanwhile */
+  if (rc < 0) {
+    return rc;
   }
   c->export = e;
   c->transmission_flags = export_transmission_flags(e, c->structured_replies);

@@ -116,7 +116,7 @@ int server_conn_start(struct server *s, int fd, const char *peer)
   if (rc < 0) {
     pthread_mutex_unlock(&s->lock);
     close(fd);
-    return rc; /* -EUSERS: logged by the accept guard, once per spell */
+    return rc; /* -EUSERS, -ETIMEDOUT: logged by the accept guard, once per spell */
   }
   pthread_mutex_unlock(&s->lock);
   c = calloc(1, sizeof *c);

@@ -7,6 +7,7 @@ import resource
 import signal
 import socket
 import struct
+import threading
 import time
 
 import framework as F
@@ -603,8 +604,6 @@ def _leave_unread(w, n=24):
 
 
 def _drain_after(w, delay):
-    import threading
-
     def drain():
         time.sleep(delay)
         try:
@@ -676,7 +675,6 @@ def c13_max_connections_flood(ctx):
     with the count once it is over (a line per connection: 17,000 lines a second); and a
     client whose NBD_OPT_GO succeeded is never closed to make room (281 of 11,636 were, and
     the log said they left without NBD_CMD_DISC)."""
-    import threading
     import nbd
     img = ctx.make_image(f"c13e-{ctx.counter()}.img", MiB, [(0, MiB, "data")])
     want = open(img, "rb").read(4096)
