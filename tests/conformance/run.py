@@ -27,7 +27,9 @@ sys.path.insert(0, HERE)
 import framework as F  # noqa: E402
 import nbdwire  # noqa: E402,F401
 import t_handshake  # noqa: E402,F401
+import t_meta  # noqa: E402,F401
 import t_transmission  # noqa: E402,F401
+import t_commands  # noqa: E402,F401
 import t_cases  # noqa: E402,F401
 from expected import EXPECTED_FAIL  # noqa: E402
 
