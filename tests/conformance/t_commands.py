@@ -10,7 +10,7 @@ import time
 import framework as F
 import nbdwire as W
 from framework import rule, expect_error, expect_ok, MiB, KiB
-from t_transmission import EXPORT, U64, conn, in_sync, rw
+from t_transmission import EXPORT, U64, conn, export_name_tflags, in_sync, rw, wire_sr
 
 
 # ---------------------------------------------------------------- rule 26
@@ -182,20 +182,14 @@ def r28_fast_zero(ctx):
 def r29_send_df_iff_sr(ctx):
     s = rw(ctx)
     for sr in (False, True):
-        w = s.wire().start()
-        if sr:
-            w.structured_reply()
+        w = wire_sr(s, sr)
         _, info = w.info_or_go(W.OPT_INFO, EXPORT)
         flags = [info.tflags, w.go(EXPORT).tflags]
         if sr:
             rep = w.request(W.CMD_READ, 0, 4096, W.CMD_FLAG_DF if flags[1] & W.TF_SEND_DF else 0)
             expect_ok(rep, "READ (DF when advertised)")
         w.disconnect()
-        w = s.wire().start()
-        if sr:
-            w.structured_reply()
-        flags.append(w.export_name(EXPORT).tflags)
-        w.disconnect()
+        flags.append(export_name_tflags(s, sr))
         for f in flags:
             if not sr:
                 assert not f & W.TF_SEND_DF, f"SEND_DF without structured replies ({f:#x})"

@@ -1,7 +1,7 @@
 """t_transmission.py: rules 17-25 of ../shared/nbd-spec-rules.md (transmission: flags,
 requests in flight, replies, READ errors, range and alignment checks, unknown commands and
-flags, payload sizes); t_commands.py has rules 26-35. Its helpers (conn, in_sync, rw) serve
-both."""
+flags, payload sizes); t_commands.py has rules 26-35. Its helpers (conn, in_sync, rw,
+wire_sr, export_name_tflags) serve both."""
 import os
 import struct
 import subprocess
@@ -28,6 +28,22 @@ def conn(ctx, sr=True, meta=False, eh=False, server=None, tcp=False, infos=()):
     return s, w
 
 
+def wire_sr(s, sr):
+    """A raw connection to s in option haggling, with structured replies when sr."""
+    w = s.wire().start()
+    if sr:
+        w.structured_reply()
+    return w
+
+
+def export_name_tflags(s, sr):
+    """The transmission flags NBD_OPT_EXPORT_NAME gives (after structured replies when sr)."""
+    w = wire_sr(s, sr)
+    tflags = w.export_name(EXPORT).tflags
+    w.disconnect()
+    return tflags
+
+
 def in_sync(ctx, w, s, what):
     """The stream still parses: a READ of the layout returns the file's bytes."""
     got = w.read(0, 4096)
@@ -39,17 +55,11 @@ def in_sync(ctx, w, s, what):
 def r17_has_flags(ctx):
     for s, ro in ((rw(ctx), False), (ctx.shared("ro"), True)):
         for sr in (False, True):
-            w = s.wire().start()
-            if sr:
-                w.structured_reply()
-            final, info = w.info_or_go(W.OPT_INFO, EXPORT)
+            w = wire_sr(s, sr)
+            _, info = w.info_or_go(W.OPT_INFO, EXPORT)
             flags = [info.tflags, w.go(EXPORT).tflags]
             w.disconnect()
-            w = s.wire().start()
-            if sr:
-                w.structured_reply()
-            flags.append(w.export_name(EXPORT).tflags)
-            w.disconnect()
+            flags.append(export_name_tflags(s, sr))
             for f in flags:
                 assert f & W.TF_HAS_FLAGS, f"transmission flags {f:#x} lack HAS_FLAGS"
                 assert bool(f & W.TF_READ_ONLY) == ro, f"READ_ONLY is {bool(f & 2)} ({f:#x})"
