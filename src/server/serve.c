@@ -118,6 +118,30 @@ static int bad_usage(const char *fmt, const char *arg)
   return 2;
 }
 
+/* The exit status of a start-up failure with error rc (-errno): 1 when the machine ran out
+ * of a resource (open files, memory, buffers: the command line is not at fault, and
+ * qemu-nbd and nbdkit exit 1 for it too), 2 when what the command line names cannot be
+ * used (a missing or locked file, an address in use). */
+static int startup_exit_status(int rc)
+{
+  return rc == -EMFILE || rc == -ENFILE || rc == -ENOMEM || rc == -ENOBUFS ? 1 : 2;
+}
+
+/* strerror(-rc); for -EMFILE with the open-files limit, which is what to raise: "Too many
+ * open files (the open-files limit, ulimit -Hn, is 8)". The hard limit, since
+ * serve_raise_fd_limit has raised the soft one to it. Returns buf or a static string. */
+static const char *startup_error_text(int rc, char *buf, size_t size)
+{
+  struct rlimit rl;
+
+  if (rc == -EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    snprintf(buf, size, "%s (the open-files limit, ulimit -Hn, is %llu)", strerror(EMFILE),
+             (unsigned long long)rl.rlim_cur);
+    return buf;
+  }
+  return strerror(-rc);
+}
+
 /* bad_usage for a message already made safe (cli_option_error escapes what it quotes). */
 static int bad_usage_text(const char *text)
 {
@@ -405,9 +429,11 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
      * image may still be served read-only (as qemu-nbd's -r). */
     bool hint = !cfg->opts.read_only && (rc == -EACCES || rc == -EPERM || rc == -EROFS) &&
                 strncmp(cfg->path, "rbd:", 4) != 0;
-    fprintf(stderr, "diskgate serve: cannot open %s: %s%s\n", cfg->path_shown, strerror(-rc),
+    char text[128];
+    fprintf(stderr, "diskgate serve: cannot open %s: %s%s\n", cfg->path_shown,
+            startup_error_text(rc, text, sizeof text),
             hint ? " (to serve it read-only, add --read-only)" : "");
-    return 2;
+    return startup_exit_status(rc);
   }
   /* export_create adds the backing's own read-only (an RBD snapshot) to --read-only. */
   rc = export_create(cfg->export_name, b, cfg->opts.read_only, cfg->opts.sync, out);
@@ -437,13 +463,13 @@ static int open_listeners(const struct serve_config *cfg, struct listener *ls, s
       rc = listen_open_tcp(&ls[*n], host, port);
     }
     if (rc < 0) {
-      char shown[LOG_SHOWN_MAX];
+      char shown[LOG_SHOWN_MAX], text[128];
       fprintf(stderr, "diskgate serve: cannot listen on %s: %s\n",
               log_escape_str(shown, sizeof shown, addr),
               rc == -ENOENT   ? "no such host"
               : rc == -EAGAIN ? "the host name could not be resolved now; try again"
-                              : strerror(-rc));
-      return 2;
+                              : startup_error_text(rc, text, sizeof text));
+      return startup_exit_status(rc);
     }
     (*n)++;
   }
@@ -466,12 +492,12 @@ static int open_listeners(const struct serve_config *cfg, struct listener *ls, s
     if (rc == 0) {
       rc = listen_open_unix(&ls[*n], abs);
       if (rc < 0) {
-        char shown[LOG_SHOWN_MAX];
+        char shown[LOG_SHOWN_MAX], text[128];
         fprintf(stderr, "diskgate serve: cannot listen on %s: %s\n",
                 log_escape_str(shown, sizeof shown, abs),
                 rc == -EADDRINUSE ? "another server is accepting there"
                 : rc == -EEXIST   ? "the path exists and is not a socket (it is left alone)"
-                                  : strerror(-rc));
+                                  : startup_error_text(rc, text, sizeof text));
       }
     }
     if (rc < 0) {
@@ -479,7 +505,7 @@ static int open_listeners(const struct serve_config *cfg, struct listener *ls, s
         listen_close(&ls[i]);
       }
       *n = 0;
-      return 2;
+      return startup_exit_status(rc);
     }
     (*n)++;
   }
@@ -571,7 +597,9 @@ int serve_main(int argc, char **argv)
     rc = engine_create(cfg.engine, cfg.threads, &engine);
   }
   if (rc < 0) {
-    fprintf(stderr, "diskgate serve: cannot start the I/O engine: %s\n", strerror(-rc));
+    char text[128];
+    fprintf(stderr, "diskgate serve: cannot start the I/O engine: %s\n",
+            startup_error_text(rc, text, sizeof text));
     tls_server_teardown();
     close(sfd);
     return 1;
