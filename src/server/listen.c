@@ -109,10 +109,20 @@ int listen_open_tcp(struct listener *l, const char *host, unsigned port)
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV; /* HOST may be a name, as for qemu-nbd -b */
   snprintf(port_text, sizeof port_text, "%u", port);
+  errno = 0;
   rc = getaddrinfo(host, port_text, &hints, &res);
   if (rc != 0) {
+    int err = errno;
     if (rc == EAI_SYSTEM) {
-      return errno != 0 ? -errno : -EINVAL;
+      return err != 0 ? -err : -EINVAL;
+    }
+    if (rc == EAI_MEMORY) {
+      return -ENOMEM;
+    }
+    /* glibc answers "no such host" when it could not even open /etc/hosts or
+     * nsswitch.conf, and leaves the reason in errno */
+    if (err == EMFILE || err == ENFILE || err == ENOMEM) {
+      return -err;
     }
     return rc == EAI_AGAIN ? -EAGAIN
            : rc == EAI_NONAME || rc == EAI_NODATA || rc == EAI_FAIL ? -ENOENT : -EINVAL;

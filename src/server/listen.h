@@ -25,7 +25,8 @@ int listen_parse_address(const char *text, char *host, size_t host_size, unsigne
 /* Binds and listens on TCP host:port; a host name is resolved (getaddrinfo) and the first of
  * its addresses that binds is used. Returns 0, or -errno: the first address's bind error
  * (-EADDRINUSE, -EADDRNOTAVAIL, ...) when none binds, -ENOENT when the host does not
- * resolve, -EAGAIN when the resolver failed for now, -EINVAL for other getaddrinfo errors. */
+ * resolve, -EAGAIN when the resolver failed for now, -EMFILE/-ENFILE/-ENOMEM when it ran
+ * out of files or memory, -EINVAL for other getaddrinfo errors. */
 int listen_open_tcp(struct listener *l, const char *host, unsigned port);
 
 /* Binds and listens on a Unix socket at `path`, replacing a stale socket file but refusing

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/cli.h"
 #include "util/log.h"
 
 /* The directory part of `path` into dir ("." for a bare name). */
@@ -47,31 +48,37 @@ static bool same_place(const char *a, const char *b)
   return place_of(a, pa, sizeof pa) && place_of(b, pb, sizeof pb) && strcmp(pa, pb) == 0;
 }
 
-/* True when the regular file at `path` is empty or holds a number and an optional newline:
- * a pid file (a stale one, or one a service manager made). */
-static bool holds_pid(const char *path)
+/* 1 when the regular file at `path` is empty or holds a number and an optional newline: a
+ * pid file (a stale one, or one a service manager made); 0 when it holds anything else;
+ * -errno when it cannot be read (EMFILE: no file descriptor left, ...). */
+static int holds_pid(const char *path)
 {
   char buf[32];
   ssize_t n;
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK); /* a FIFO swapped in */
 
   if (fd < 0) {
-    return false;
+    return -errno;
   }
   n = read(fd, buf, sizeof buf);
+  if (n < 0) {
+    n = -errno;
+    close(fd);
+    return (int)n;
+  }
   close(fd);
-  if (n < 0 || n == (ssize_t)sizeof buf) {
-    return false;
+  if (n == (ssize_t)sizeof buf) {
+    return 0;
   }
   if (n > 0 && buf[n - 1] == '\n') {
     n--;
   }
   for (ssize_t i = 0; i < n; i++) {
     if (buf[i] < '0' || buf[i] > '9') {
-      return false;
+      return 0;
     }
   }
-  return true;
+  return 1;
 }
 
 int pid_file_check(const char *path, const char *image, const char *socket_path, char *err,
@@ -105,7 +112,14 @@ int pid_file_check(const char *path, const char *image, const char *socket_path,
       snprintf(err, errlen, "--pid-file %s: exists and is not a regular file", shown);
       return -EINVAL;
     }
-    if (!holds_pid(path)) {
+    int held = holds_pid(path);
+    if (held < 0) {
+      char text[128];
+      snprintf(err, errlen, "--pid-file %s: %s", shown,
+               cli_startup_error(held, text, sizeof text));
+      return held;
+    }
+    if (held == 0) {
       snprintf(err, errlen, "--pid-file %s: exists and is not a pid file (not replacing it)",
                shown);
       return -EEXIST;

@@ -22,8 +22,9 @@ struct pid_file {
  * (or NULL). Returns 0, or -errno with one line for stderr in err (naming --pid-file and
  * the path): -ENOENT for an empty name; -ENAMETOOLONG; -EISDIR or -EINVAL when it names a
  * directory, a socket, a symbolic link or another non-regular file; -EEXIST when it is the
- * image or the socket, or an existing file that does not hold a process id; the errno of a
- * directory that cannot be written. */
+ * image or the socket, or an existing file that does not hold a process id; the errno of an
+ * existing file that cannot be read (-EMFILE, ...) or of a directory that cannot be
+ * written. */
 int pid_file_check(const char *path, const char *image, const char *socket_path, char *err,
                    size_t errlen);
 

@@ -118,30 +118,6 @@ static int bad_usage(const char *fmt, const char *arg)
   return 2;
 }
 
-/* The exit status of a start-up failure with error rc (-errno): 1 when the machine ran out
- * of a resource (open files, memory, buffers: the command line is not at fault, and
- * qemu-nbd and nbdkit exit 1 for it too), 2 when what the command line names cannot be
- * used (a missing or locked file, an address in use). */
-static int startup_exit_status(int rc)
-{
-  return rc == -EMFILE || rc == -ENFILE || rc == -ENOMEM || rc == -ENOBUFS ? 1 : 2;
-}
-
-/* strerror(-rc); for -EMFILE with the open-files limit, which is what to raise: "Too many
- * open files (the open-files limit, ulimit -Hn, is 8)". The hard limit, since
- * serve_raise_fd_limit has raised the soft one to it. Returns buf or a static string. */
-static const char *startup_error_text(int rc, char *buf, size_t size)
-{
-  struct rlimit rl;
-
-  if (rc == -EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-    snprintf(buf, size, "%s (the open-files limit, ulimit -Hn, is %llu)", strerror(EMFILE),
-             (unsigned long long)rl.rlim_cur);
-    return buf;
-  }
-  return strerror(-rc);
-}
-
 /* bad_usage for a message already made safe (cli_option_error escapes what it quotes). */
 static int bad_usage_text(const char *text)
 {
@@ -357,15 +333,17 @@ static int parse_args(int argc, char **argv, struct serve_config *cfg)
   return -1;
 }
 
-/* Loads the TLS credentials. Returns 0, or 2 after one line naming the problem. */
+/* Loads the TLS credentials. Returns 0, or after one line naming the problem an exit
+ * status (cli_startup_status: 1 when memory or files ran out, else 2). */
 static int setup_tls(const struct serve_config *cfg)
 {
   char err[4400];
+  int rc = tls_server_setup(cfg->tls, cfg->tls_cert_dir, cfg->tls_psk_file, err, sizeof err);
 
-  if (tls_server_setup(cfg->tls, cfg->tls_cert_dir, cfg->tls_psk_file, err, sizeof err) < 0) {
+  if (rc < 0) {
     char shown[sizeof err + 64];
     fprintf(stderr, "diskgate serve: %s\n", log_escape_str(shown, sizeof shown, err)); /* paths */
-    return 2;
+    return cli_startup_status(rc);
   }
   return 0;
 }
@@ -431,9 +409,9 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
                 strncmp(cfg->path, "rbd:", 4) != 0;
     char text[128];
     fprintf(stderr, "diskgate serve: cannot open %s: %s%s\n", cfg->path_shown,
-            startup_error_text(rc, text, sizeof text),
+            cli_startup_error(rc, text, sizeof text),
             hint ? " (to serve it read-only, add --read-only)" : "");
-    return startup_exit_status(rc);
+    return cli_startup_status(rc);
   }
   /* export_create adds the backing's own read-only (an RBD snapshot) to --read-only. */
   rc = export_create(cfg->export_name, b, cfg->opts.read_only, cfg->opts.sync, out);
@@ -468,8 +446,8 @@ static int open_listeners(const struct serve_config *cfg, struct listener *ls, s
               log_escape_str(shown, sizeof shown, addr),
               rc == -ENOENT   ? "no such host"
               : rc == -EAGAIN ? "the host name could not be resolved now; try again"
-                              : startup_error_text(rc, text, sizeof text));
-      return startup_exit_status(rc);
+                              : cli_startup_error(rc, text, sizeof text));
+      return cli_startup_status(rc);
     }
     (*n)++;
   }
@@ -497,7 +475,7 @@ static int open_listeners(const struct serve_config *cfg, struct listener *ls, s
                 log_escape_str(shown, sizeof shown, abs),
                 rc == -EADDRINUSE ? "another server is accepting there"
                 : rc == -EEXIST   ? "the path exists and is not a socket (it is left alone)"
-                                  : startup_error_text(rc, text, sizeof text));
+                                  : cli_startup_error(rc, text, sizeof text));
       }
     }
     if (rc < 0) {
@@ -505,7 +483,7 @@ static int open_listeners(const struct serve_config *cfg, struct listener *ls, s
         listen_close(&ls[i]);
       }
       *n = 0;
-      return startup_exit_status(rc);
+      return cli_startup_status(rc);
     }
     (*n)++;
   }
@@ -599,7 +577,7 @@ int serve_main(int argc, char **argv)
   if (rc < 0) {
     char text[128];
     fprintf(stderr, "diskgate serve: cannot start the I/O engine: %s\n",
-            startup_error_text(rc, text, sizeof text));
+            cli_startup_error(rc, text, sizeof text));
     tls_server_teardown();
     close(sfd);
     return 1;
@@ -607,9 +585,10 @@ int serve_main(int argc, char **argv)
   status = 0;
   if (cfg.pid_file != NULL) {
     char err[LOG_SHOWN_MAX + 128];
-    if (pid_file_check(cfg.pid_file, cfg.path, cfg.socket_path, err, sizeof err) < 0) {
+    int rc = pid_file_check(cfg.pid_file, cfg.path, cfg.socket_path, err, sizeof err);
+    if (rc < 0) {
       fprintf(stderr, "diskgate serve: %s\n", err);
-      status = 2;
+      status = cli_startup_status(rc);
     }
   }
   if (status == 0) {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "util/log.h"
 
@@ -164,4 +165,21 @@ int cli_utf8_check(const char *text)
   }
   iconv_close(cd);
   return rc;
+}
+
+int cli_startup_status(int err)
+{
+  return err == -EMFILE || err == -ENFILE || err == -ENOMEM || err == -ENOBUFS ? 1 : 2;
+}
+
+const char *cli_startup_error(int err, char *buf, size_t size)
+{
+  struct rlimit rl;
+
+  if (err == -EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    snprintf(buf, size, "%s (the open-files limit, ulimit -Hn, is %llu)", strerror(EMFILE),
+             (unsigned long long)rl.rlim_cur);
+    return buf;
+  }
+  return strerror(-err);
 }

@@ -47,4 +47,16 @@ int cli_parse_unsigned(const char *text, unsigned min, unsigned max, unsigned *o
  * Returns 0, -EILSEQ (not UTF-8), or -ENOMEM / -EINVAL when iconv cannot be opened. */
 int cli_utf8_check(const char *text);
 
+/* The exit status of a start-up failure with error `err` (-errno): 1 when the machine ran
+ * out of a resource (EMFILE, ENFILE, ENOMEM, ENOBUFS: the command line is not at fault, and
+ * qemu-nbd and nbdkit exit 1 for it too), 2 when what the command line names cannot be
+ * used (a missing or locked file, an address in use, a bad value). */
+int cli_startup_status(int err);
+
+/* strerror(-err) for a start-up error line; for -EMFILE followed by the open-files limit,
+ * which is what to raise: "Too many open files (the open-files limit, ulimit -Hn, is 8)"
+ * (the hard limit: `diskgate serve` raises its soft limit to it first). Returns buf (at
+ * most size bytes, NUL-terminated) or a static string. */
+const char *cli_startup_error(int err, char *buf, size_t size);
+
 #endif

@@ -8,7 +8,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <cmocka.h>
 
@@ -229,6 +231,32 @@ static void test_utf8_check(void **state)
   }
 }
 
+/* Start-up failures: running out of files or memory exits 1, anything the command line
+ * named exits 2; the open-files error names the limit (the hard limit, after raising). */
+static void test_startup_status_and_error(void **state)
+{
+  struct rlimit old, low;
+  char buf[128], want[128];
+
+  (void)state;
+  assert_int_equal(cli_startup_status(-EMFILE), 1);
+  assert_int_equal(cli_startup_status(-ENFILE), 1);
+  assert_int_equal(cli_startup_status(-ENOMEM), 1);
+  assert_int_equal(cli_startup_status(-ENOBUFS), 1);
+  assert_int_equal(cli_startup_status(-ENOENT), 2);
+  assert_int_equal(cli_startup_status(-EADDRINUSE), 2);
+  assert_int_equal(cli_startup_status(-EACCES), 2);
+  assert_string_equal(cli_startup_error(-ENOENT, buf, sizeof buf), strerror(ENOENT));
+  assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+  low = old;
+  low.rlim_cur = old.rlim_cur > 200 ? 200 : old.rlim_cur;
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+  snprintf(want, sizeof want, "%s (the open-files limit, ulimit -Hn, is %llu)", strerror(EMFILE),
+           (unsigned long long)low.rlim_cur);
+  assert_string_equal(cli_startup_error(-EMFILE, buf, sizeof buf), want);
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -245,6 +273,7 @@ int main(void)
     cmocka_unit_test(test_value_that_is_not_an_option_is_fine),
     cmocka_unit_test(test_unsigned_digits_only),
     cmocka_unit_test(test_utf8_check),
+    cmocka_unit_test(test_startup_status_and_error),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
