@@ -16,7 +16,8 @@
  *                 waiters of every other running slot with gen <= synced_gen are covered
  *                 too and are completed with it (a later sync may finish first).
  *
- * Invariant (checked by tests/durability/test_durability.c against the event log of the
+ * Invariant (checked by tests/durability/dur_harness.c, harness_check_invariant, in the
+ * durability-group-commit and durability-crash-points tests, against the event log of the
  * fault-injecting backing): a request with need g completes successfully only after a
  * sync whose gen >= g completed successfully; gen is read when the sync is decided, before
  * it is submitted, so every write counted in it had completed before the sync started.

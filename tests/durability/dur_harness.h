@@ -79,8 +79,9 @@ struct model {
   size_t nf;
 };
 
-/* The invariant, for writes whose slots are known: see the file comment. `writes` lists
- * (id, slot, fua) of every write request; their D seq comes from the log by offset. */
+/* The invariant, for writes whose slots are known: see test_durability.c's file comment.
+ * `writes` lists (id, slot, fua) of every write request; their D seq comes from the log by
+ * offset. */
 struct wdesc {
   unsigned id;
   uint64_t slot;
@@ -127,6 +128,7 @@ int harness_wait_free(struct treq *r);
 /* Whether r has completed, without waiting. */
 bool harness_is_done(struct treq *r);
 
+/* Frees r and its buffer (it must have completed). */
 void harness_req_free(struct treq *r);
 
 /* The event log so far (the caller frees l.ev). */

@@ -245,19 +245,22 @@ static void test_full_channels_queue_the_next_sync(void **state)
   }
   usleep(50000);
   struct log l = harness_log_get(c);
-  assert_int_equal(harness_count_events(&l, FAULTY_EV_SUBMIT, BACKING_OP_FLUSH), BACKING_SYNC_CHANNELS);
+  assert_int_equal(harness_count_events(&l, FAULTY_EV_SUBMIT, BACKING_OP_FLUSH),
+                   BACKING_SYNC_CHANNELS);
   free(l.ev);
   for (unsigned i = 0; i <= BACKING_SYNC_CHANNELS; i++) {
     assert_false(harness_is_done(f[i]));
   }
-  harness_ctl(c, "release %llu", (unsigned long long)harness_stalled_oldest(c)); /* S1 frees a channel */
+  /* S1 frees a channel */
+  harness_ctl(c, "release %llu", (unsigned long long)harness_stalled_oldest(c));
   assert_int_equal(harness_wait_free(f[0]), 0);
   assert_int_equal(harness_wait_free(f[BACKING_SYNC_CHANNELS]), 0); /* its own sync, S5 */
   for (unsigned i = 1; i < BACKING_SYNC_CHANNELS; i++) {
     assert_int_equal(harness_wait_free(f[i]), 0); /* covered by S5 */
   }
   l = harness_log_get(c);
-  assert_int_equal(harness_count_events(&l, FAULTY_EV_SUBMIT, BACKING_OP_FLUSH), BACKING_SYNC_CHANNELS + 1);
+  assert_int_equal(harness_count_events(&l, FAULTY_EV_SUBMIT, BACKING_OP_FLUSH),
+                   BACKING_SYNC_CHANNELS + 1);
   harness_check_invariant(&l, w, BACKING_SYNC_CHANNELS + 1);
   free(l.ev);
   harness_ctl(c, "release all");
@@ -322,7 +325,8 @@ static void test_close_waits_for_an_orphan_sync(void **state)
   f1 = harness_submit_flush(c); /* S1: held */
   harness_ctl(c, "wait-stalled 1 5000");
   assert_int_equal(harness_wait_free(harness_submit_write(c, 81, false)), 0);
-  assert_int_equal(harness_wait_free(harness_submit_flush(c)), 0); /* S2 completes, answers f1 too */
+  /* S2 completes, answers f1 too */
+  assert_int_equal(harness_wait_free(harness_submit_flush(c)), 0);
   assert_int_equal(harness_wait_free(f1), 0);
   harness_ctl(c, "wait-stalled 1 0"); /* S1 still runs, with no waiter */
   assert_int_equal(pthread_create(&th, NULL, release_after, &rl), 0);
