@@ -619,10 +619,25 @@ int serve_main(int argc, char **argv)
                e->log_name);
     }
   }
+  struct export **exports = NULL;
+  if (status == 0 && (exports = malloc(sizeof *exports)) == NULL) {
+    fprintf(stderr, "diskgate serve: out of memory\n");
+    status = 1;
+  }
+  /* A service manager waits for the pid file: without it the server is not started, as
+   * qemu-nbd --pid-file exits when it cannot write it. */
+  if (status == 0 && cfg.pid_file != NULL && (rc = pid_file_write(&pid_file, cfg.pid_file)) < 0) {
+    char shown[LOG_SHOWN_MAX], text[128];
+    fprintf(stderr, "diskgate serve: cannot write the pid file %s: %s\n",
+            log_escape_str(shown, sizeof shown, cfg.pid_file),
+            cli_startup_error(rc, text, sizeof text));
+    status = 1;
+  }
   if (status != 0) {
     for (size_t i = 0; i < nls; i++) {
       listen_close(&ls[i]);
     }
+    free(exports);
     export_destroy(e);
     engine_destroy(engine);
     tls_server_teardown();
@@ -634,18 +649,9 @@ int serve_main(int argc, char **argv)
   server.max_handshakes = cfg.max_handshakes;
   server.max_connections = cfg.max_connections;
   server.unaligned_error = cfg.unaligned_error;
-  server.exports = malloc(sizeof *server.exports);
-  if (server.exports == NULL) {
-    fprintf(stderr, "diskgate serve: out of memory\n");
-    return 1;
-  }
+  server.exports = exports;
   server.exports[0] = e;
   server.nexports = 1;
-  if (cfg.pid_file != NULL && (rc = pid_file_write(&pid_file, cfg.pid_file)) < 0) {
-    char shown[LOG_SHOWN_MAX];
-    log_warn("cannot write the pid file %s: %s", log_escape_str(shown, sizeof shown, cfg.pid_file),
-             strerror(-rc)); /* probed */
-  }
   if (cfg.engine == ENGINE_URING) {
     rc = loop_start_all(cfg.threads, engine, &server.loops);
     if (rc < 0) {
