@@ -113,7 +113,7 @@ int pid_file_check(const char *path, const char *image, const char *socket_path,
       return -EINVAL;
     }
     int held = holds_pid(path);
-    if (held < 0) {
+    if (held < 0 && held != -ENOENT) { /* -ENOENT: gone since lstat, as if absent */
       char text[128];
       snprintf(err, errlen, "--pid-file %s: %s", shown,
                cli_startup_error(held, text, sizeof text));

@@ -423,13 +423,12 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
   return 0;
 }
 
-/* Opens every listener; prints nothing until all are open, so a failure leaves one line
- * on stderr and nothing on stdout. Returns 0 or an exit status (listeners closed). */
+/* Opens every listener; prints nothing on stdout (print_listeners does, once start-up has
+ * succeeded), so a failure leaves one line on stderr and nothing on stdout. Returns 0 or
+ * an exit status (listeners closed). */
 static int open_listeners(const struct serve_config *cfg, struct listener *ls, size_t *n)
 {
-  /* A URI holds the export name (4096 bytes, each up to 3 when percent-encoded), a socket
-   * path (108 bytes, likewise) or a host (256 bytes, likewise). */
-  char host[256], uri[3 * 4096 + 3 * 108 + 3 * 256 + 64], abs[PATH_MAX];
+  char host[256], abs[PATH_MAX];
   unsigned port;
   int rc;
 
@@ -487,7 +486,18 @@ static int open_listeners(const struct serve_config *cfg, struct listener *ls, s
     }
     (*n)++;
   }
-  for (size_t i = 0; i < *n; i++) {
+  return 0;
+}
+
+/* Prints the URI of each of the n listeners on stdout, the line scripts wait for: called
+ * once nothing in start-up can fail any more (the pid file is written). */
+static void print_listeners(const struct serve_config *cfg, const struct listener *ls, size_t n)
+{
+  /* A URI holds the export name (4096 bytes, each up to 3 when percent-encoded), a socket
+   * path (108 bytes, likewise) or a host (256 bytes, likewise). */
+  char uri[3 * 4096 + 3 * 108 + 3 * 256 + 64];
+
+  for (size_t i = 0; i < n; i++) {
     if (ls[i].unix_path != NULL) {
       nbd_uri_format_unix(uri, sizeof uri - 1, ls[i].unix_path, cfg->export_name);
     } else {
@@ -497,7 +507,33 @@ static int open_listeners(const struct serve_config *cfg, struct listener *ls, s
     printf("diskgate: listening on %s\n", uri);
   }
   fflush(stdout);
-  return 0;
+}
+
+/* Logs what is served and how (one line, and the limits, TLS and --sync none warnings),
+ * once start-up has succeeded. */
+static void log_serving(const struct serve_config *cfg, const struct export *e)
+{
+  char size[48] = "opened at the first NBD_OPT_GO";
+
+  if (export_is_attached(e)) {
+    snprintf(size, sizeof size, "%llu bytes", (unsigned long long)e->backing->geo.size);
+  }
+  log_info("serving %s as export '%s': %s, sync %s, cache %s, engine %s, %u thread%s%s",
+           cfg->path_shown, e->log_name, size, sync_mode_name(cfg->opts.sync),
+           cache_mode_name(cfg->opts.cache), engine_kind_name(cfg->engine), cfg->threads,
+           cfg->threads == 1 ? "" : "s", e->read_only ? ", read-only" : "");
+  if (cfg->max_connections != 0) {
+    log_info("at most %u connection%s open at once (--max-connections)", cfg->max_connections,
+             cfg->max_connections == 1 ? "" : "s");
+  }
+  if (cfg->tls != TLS_MODE_OFF) {
+    log_info("%s", tls_server_describe());
+  }
+  if (cfg->opts.sync == SYNC_NONE && !e->read_only) {
+    log_warn("export '%s' is UNSAFE (--sync none): FLUSH and FUA are acknowledged without "
+             "syncing; acknowledged writes may be lost if the host crashes or loses power",
+             e->log_name);
+  }
 }
 
 /* Raises the soft limit on open files to the hard limit. Each connection holds one
@@ -585,7 +621,7 @@ int serve_main(int argc, char **argv)
   status = 0;
   if (cfg.pid_file != NULL) {
     char err[LOG_SHOWN_MAX + 128];
-    int rc = pid_file_check(cfg.pid_file, cfg.path, cfg.socket_path, err, sizeof err);
+    rc = pid_file_check(cfg.pid_file, cfg.path, cfg.socket_path, err, sizeof err);
     if (rc < 0) {
       fprintf(stderr, "diskgate serve: %s\n", err);
       status = cli_startup_status(rc);
@@ -596,28 +632,6 @@ int serve_main(int argc, char **argv)
   }
   if (status == 0) {
     status = open_listeners(&cfg, ls, &nls);
-  }
-  if (status == 0) {
-    char size[48] = "opened at the first NBD_OPT_GO";
-    if (export_is_attached(e)) {
-      snprintf(size, sizeof size, "%llu bytes", (unsigned long long)e->backing->geo.size);
-    }
-    log_info("serving %s as export '%s': %s, sync %s, cache %s, engine %s, %u thread%s%s",
-             cfg.path_shown, e->log_name, size, sync_mode_name(cfg.opts.sync),
-             cache_mode_name(cfg.opts.cache), engine_kind_name(cfg.engine), cfg.threads,
-             cfg.threads == 1 ? "" : "s", e->read_only ? ", read-only" : "");
-    if (cfg.max_connections != 0) {
-      log_info("at most %u connection%s open at once (--max-connections)", cfg.max_connections,
-               cfg.max_connections == 1 ? "" : "s");
-    }
-    if (cfg.tls != TLS_MODE_OFF) {
-      log_info("%s", tls_server_describe());
-    }
-    if (cfg.opts.sync == SYNC_NONE && !e->read_only) {
-      log_warn("export '%s' is UNSAFE (--sync none): FLUSH and FUA are acknowledged without "
-               "syncing; acknowledged writes may be lost if the host crashes or loses power",
-               e->log_name);
-    }
   }
   struct export **exports = NULL;
   if (status == 0 && (exports = malloc(sizeof *exports)) == NULL) {
@@ -644,6 +658,8 @@ int serve_main(int argc, char **argv)
     close(sfd);
     return status;
   }
+  print_listeners(&cfg, ls, nls);
+  log_serving(&cfg, e);
   server_init(&server);
   server.handshake_timeout_s = cfg.handshake_timeout;
   server.max_handshakes = cfg.max_handshakes;
