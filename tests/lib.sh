@@ -65,14 +65,15 @@ dg_start() {
     >"$DG_LOG" 2>&1 &
   DG_PID=$!
   DG_PIDS+=("$DG_PID")
+  # ready: the pid file, then the listeners' lines (printed once nothing can fail)
+  dg_ready() { [ -s "$pidf" ] && grep -q 'listening on' "$DG_LOG"; }
   local i
   for i in $(seq 1 200); do
-    # ready: the pid file, then the listeners' lines (printed once nothing can fail)
-    [ -s "$pidf" ] && grep -q 'listening on' "$DG_LOG" && break
+    dg_ready && break
     kill -0 "$DG_PID" 2>/dev/null || { cat "$DG_LOG" >&2; fail "diskgate exited at start"; }
     sleep 0.05
   done
-  [ -s "$pidf" ] && grep -q 'listening on' "$DG_LOG" || fail "diskgate did not become ready"
+  dg_ready || fail "diskgate did not become ready"
   DG_TCP="nbd://127.0.0.1:$DG_PORT/$name"
   DG_UNIX="nbd+unix:///$name?socket=$DG_SOCK"
 }

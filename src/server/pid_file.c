@@ -61,12 +61,11 @@ static int holds_pid(const char *path)
     return -errno;
   }
   n = read(fd, buf, sizeof buf);
-  if (n < 0) {
-    n = -errno;
-    close(fd);
-    return (int)n;
-  }
+  int err = errno; /* before close, which may change it */
   close(fd);
+  if (n < 0) {
+    return -err;
+  }
   if (n == (ssize_t)sizeof buf) {
     return 0;
   }

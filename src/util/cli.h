@@ -1,7 +1,7 @@
 /* cli.h: for the subcommands' option parsers (serve.c, bench_cli.c): one line that names
  * what is wrong with a command line getopt_long parsed (an option it refused, a value that
- * is another option: a forgotten value), and the checks of values shared by both (numbers,
- * UTF-8 names). getopt_long reports an unknown option, a missing value and a value given
+ * is another option: a forgotten value), the checks of values shared by both (numbers,
+ * UTF-8 names), and the exit status and text of a start-up failure (serve.c, pid_file.c). getopt_long reports an unknown option, a missing value and a value given
  * to an option that takes none all the same way ('?' or ':'), and its optopt is the
  * offending character only for short options; this tells the three apart from the
  * argument itself. Source: glibc's getopt_long(3) (abbreviations of
