@@ -15,6 +15,7 @@
 
 #include "backing/file_impl.h"
 #include "util/bytes.h"
+#include "util/fd_budget.h"
 #include "util/log.h"
 
 static void file_close(struct backing *b);
@@ -248,7 +249,8 @@ static int reopen_same(const struct file_backing *fb, const char *path, int flag
 /* Opens the sync channels (file_impl.h: sync_fd): one per BACKING_SYNC_CHANNELS when the
  * backing is writable and syncs, else only channel 0 (fd). Each extra channel is a new open
  * file description of the same file (reopen_same), read-only: fsync and fdatasync need no
- * write access. When they cannot be opened (no descriptors left, say), the backing has
+ * write access. When they cannot be opened (no descriptors left, say), or opening them would
+ * leave fewer than FD_BUDGET_RESERVE descriptors free (fd_budget.h), the backing has
  * channel 0 only, with one line in the log: syncs then run one at a time. */
 static void sync_channels_open(struct file_backing *fb, const char *path)
 {
@@ -258,6 +260,13 @@ static void sync_channels_open(struct file_backing *fb, const char *path)
 
   fb->sync_fd[0] = fb->fd;
   fb->base.geo.sync_channels = 1;
+  if (n > 1 && !fd_budget_allows(n - 1)) {
+    /* the listeners and the first connections come first (fd_budget.h) */
+    char why[128];
+    log_info("file: %s: syncs run one at a time, not concurrently",
+             fd_budget_describe(why, sizeof why));
+    return;
+  }
   for (unsigned i = 1; i < n; i++) {
     int fd = reopen_same(fb, path, O_RDONLY);
     if (fd < 0) {

@@ -27,6 +27,9 @@ struct accept_guard {
   struct log_spell spell; /* the failures of the current spell */
 };
 
+/* The descriptors the guard holds while it runs: its reserve. */
+#define ACCEPT_GUARD_FDS 1
+
 /* Opens the reserve (a failure only loses the turning away). */
 void accept_guard_init(struct accept_guard *g);
 

@@ -18,6 +18,9 @@ struct loop;
 struct conn;
 struct conn_req;
 
+/* The file descriptors one loop holds: its io_uring ring and its wake-up eventfd. */
+#define LOOP_FDS 2
+
 /* Starts `n` loops (1..64) whose blocking work goes to `fallback`. Returns 0 and *out (an
  * array of n), or -errno (-ENOSYS: io_uring unavailable). Main thread. */
 int loop_start_all(unsigned n, struct engine *fallback, struct loop ***out);

@@ -20,6 +20,7 @@
 #include "io/engine.h"
 #include "nbd/proto.h"
 #include "nbd/uri.h"
+#include "server/accept_guard.h"
 #include "server/export.h"
 #include "server/listen.h"
 #include "server/loop.h"
@@ -27,6 +28,7 @@
 #include "server/server.h"
 #include "server/tls.h"
 #include "util/cli.h"
+#include "util/fd_budget.h"
 #include "util/log.h"
 
 static const char serve_usage[] =
@@ -633,6 +635,17 @@ int serve_main(int argc, char **argv)
   if (status == 0) {
     status = open_listeners(&cfg, ls, &nls);
   }
+  if (status == 0) {
+    /* A connection needs its socket and the accept guard's reserve; without them it would
+     * serve and close every connection at accept (EMFILE). */
+    int left = fd_budget_left();
+    if (left >= 0 && left < ACCEPT_GUARD_FDS + 1) {
+      char text[128];
+      fprintf(stderr, "diskgate serve: no open files left for connections: %s\n",
+              cli_startup_error(-EMFILE, text, sizeof text));
+      status = 1;
+    }
+  }
   struct export **exports = NULL;
   if (status == 0 && (exports = malloc(sizeof *exports)) == NULL) {
     fprintf(stderr, "diskgate serve: out of memory\n");
@@ -668,7 +681,12 @@ int serve_main(int argc, char **argv)
   server.exports = exports;
   server.exports[0] = e;
   server.nexports = 1;
-  if (cfg.engine == ENGINE_URING) {
+  if (cfg.engine == ENGINE_URING && !fd_budget_allows(LOOP_FDS * cfg.threads)) {
+    /* the connections come first (fd_budget.h) */
+    char why[128];
+    log_warn("%s: connections use threads, not io_uring event loops",
+             fd_budget_describe(why, sizeof why));
+  } else if (cfg.engine == ENGINE_URING) {
     rc = loop_start_all(cfg.threads, engine, &server.loops);
     if (rc < 0) {
       log_warn("cannot start the event loops (%s); connections use threads", strerror(-rc));

@@ -1,42 +1,64 @@
 #!/usr/bin/env bash
-# Start-up under a tiny open-files limit (RLIMIT_NOFILE). Whatever runs out first (the I/O
-# engine, opening the image, a listener, reading or writing the pid file), `diskgate serve`
-# exits 1, not 2: 2 means a bad command line, and this one is fine (qemu-nbd and nbdkit
-# exit 1 as well). It prints one error line that names the limit ("the open-files limit,
-# ulimit -Hn, is N"), nothing on stdout and no socket file. It used to exit 2 when opening
-# the image, a listener or an existing pid file failed (the pid file was "not a pid file",
-# a host name "no such host"), 1 when the engine did, and a pid file that could not be
-# written was a warning: the server ran without it (qemu-nbd exits then). Limits 3 to 16
-# are tried in turn, each start given 1 s (a start that serves is stopped by `timeout`,
-# status 124; below what the dynamic loader needs, diskgate never runs); at least one must
-# fail for each command line.
+# Start-up under a tiny open-files limit (RLIMIT_NOFILE), limits 3 to 24 in turn, for three
+# command lines. At each limit `diskgate serve` either serves a client (nbdinfo reads the
+# size) or exits 1 with one error line naming the limit ("the open-files limit, ulimit -Hn,
+# is N"), nothing on stdout and no socket file; and once a limit serves, every higher one
+# does. Faults this catches:
+# - exit 2 (a bad command line) when opening the image, a listener or an existing pid file
+#   ran out of files (the pid file was "not a pid file", a host name "no such host"); a pid
+#   file that could not be written was a warning and the server ran without it;
+# - the optional extras taking what the listener and the connections need: at ulimit -n 10
+#   the image's concurrent sync channels left no descriptor for the listener ("cannot
+#   listen", exit 1, where 8 served), and at 16 the event loops left none for connections
+#   (a server that printed its URI and closed every connection at accept).
+# Below what the dynamic loader needs (status 127), diskgate never runs: skipped.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"
 
 truncate -s 16M "$T/a.img"
 port=$(free_port)
-total=0
+total_failed=0
+total_served=0
 # Three command lines: a Unix socket; a TCP listener on a host name (resolving it opens
 # /etc/hosts: glibc said "no such host" when it could not); a stale pid file to replace.
 for how in socket name pidfile; do
   case $how in
-    socket) args=(--socket "$T/s.sock") ;;
-    name) args=(--listen "localhost:$port") ;;
-    pidfile) args=(--socket "$T/s.sock" --pid-file "$T/stale.pid") ;;
+    socket) args=(--socket "$T/s.sock") uri="nbd+unix:///?socket=$T/s.sock" ;;
+    name) args=(--listen "localhost:$port") uri="nbd://localhost:$port" ;;
+    pidfile) args=(--socket "$T/s.sock" --pid-file "$T/stale.pid") uri="nbd+unix:///?socket=$T/s.sock" ;;
   esac
   failed=0
-  for n in $(seq 3 16); do
-    rc=0
+  served_at=
+  for n in $(seq 3 24); do
     echo 999999 >"$T/stale.pid" # an existing pid file is read before it is replaced
-    timeout 1 sh -c 'ulimit -n "$1"; shift; exec "$@"' sh "$n" "$DISKGATE" serve \
-      --engine "${DG_ENGINE:-uring}" "${args[@]}" "$T/a.img" >"$T/out" 2>"$T/err" || rc=$?
-    if [ "$rc" = 124 ]; then # it served until timeout stopped it
-      ! grep -q 'pid file' "$T/err" ||
-        fail "$how, ulimit -n $n: served without its pid file: $(cat "$T/err")"
+    rm -f "$T/out" "$T/err"
+    sh -c 'ulimit -n "$1"; shift; exec "$@"' sh "$n" "$DISKGATE" serve \
+      --engine "${DG_ENGINE:-uring}" "${args[@]}" "$T/a.img" >"$T/out" 2>"$T/err" &
+    pid=$!
+    DG_PIDS+=("$pid")
+    # it prints its URI once it serves, or exits
+    wait_until 10 sh -c 'grep -q "listening on" "$1" || ! kill -0 "$2" 2>/dev/null' sh \
+      "$T/out" "$pid" || fail "$how, ulimit -n $n: neither served nor exited in 10 s"
+    if grep -q "listening on" "$T/out"; then
+      size=$(timeout 10 nbdinfo --size "$uri" 2>&1) ||
+        fail "$how, ulimit -n $n: printed its URI but no client could connect: $size; $(cat "$T/err")"
+      assert_eq "$size" 16777216 "$how, ulimit -n $n: the size nbdinfo read"
+      if [ "$how" = pidfile ]; then
+        assert_eq "$(cat "$T/stale.pid")" "$pid" "$how, ulimit -n $n: the pid file"
+      fi
+      rc=0
+      interrupt_within 10 "$pid" "$how, ulimit -n $n"
+      assert_eq "$rc" 0 "$how, ulimit -n $n: the exit status after SIGINT"
+      served_at=${served_at:-$n}
+      total_served=$((total_served + 1))
       continue
     fi
+    rc=0
+    wait "$pid" || rc=$?
     # too few for the dynamic loader itself: diskgate never ran
     [ "$rc" = 127 ] && grep -q 'error while loading shared libraries' "$T/err" && continue
+    [ -z "$served_at" ] ||
+      fail "$how, ulimit -n $n: exit $rc where ulimit -n $served_at served: $(cat "$T/err")"
     grep -q 'Too many open files' "$T/err" ||
       fail "$how, ulimit -n $n: exit $rc, not for want of files: $(head -c 400 "$T/err")"
     [ "$rc" = 1 ] || fail "$how, ulimit -n $n: exit $rc, want 1: $(cat "$T/err")"
@@ -49,7 +71,9 @@ for how in socket name pidfile; do
     echo "$how, ulimit -n $n: $(grep '^diskgate serve: ' "$T/err")"
     failed=$((failed + 1))
   done
-  [ "$failed" -ge 1 ] || fail "$how: no limit from 3 to 16 stopped the start"
-  total=$((total + failed))
+  [ "$failed" -ge 1 ] || fail "$how: no limit from 3 to 24 stopped the start"
+  [ -n "$served_at" ] || fail "$how: no limit from 3 to 24 served"
+  echo "$how: served a client from ulimit -n $served_at up"
+  total_failed=$((total_failed + failed))
 done
-pass "start-up that runs out of open files exits 1 with one line naming the limit ($total starts)"
+pass "start-up under ulimit -n 3..24: $total_failed starts exited 1 naming the limit, $total_served served a client, none failed above a limit that served"
