@@ -57,15 +57,6 @@ static void close_to_make_room(struct server *s, struct conn *c, const char *pee
   }
 }
 
-/* `t` set to CLOCK_REALTIME (s->cond's clock) plus `ms` milliseconds. */
-static void deadline_in(struct timespec *t, long ms)
-{
-  clock_gettime(CLOCK_REALTIME, t);
-  t->tv_nsec += ms % 1000 * 1000000L;
-  t->tv_sec += ms / 1000 + t->tv_nsec / 1000000000L;
-  t->tv_nsec %= 1000000000L;
-}
-
 int admit_make_room(struct server *s, const char *peer)
 {
   struct timespec deadline, grace;
@@ -81,8 +72,8 @@ int admit_make_room(struct server *s, const char *peer)
   if (s->max_connections == 0) {
     return 0;
   }
-  deadline_in(&deadline, ADMIT_WAIT_MS);
-  deadline_in(&grace, ADMIT_GRACE_MS);
+  server_deadline_in(&deadline, ADMIT_WAIT_MS);
+  server_deadline_in(&grace, ADMIT_GRACE_MS);
   while (s->nconns >= s->max_connections) {
     if (s->nconns - conns_leaving(s, !late) >= s->max_connections) {
       struct conn *oldest = oldest_negotiating(s);

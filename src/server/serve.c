@@ -647,6 +647,10 @@ int serve_main(int argc, char **argv)
     }
   }
   struct export **exports = NULL;
+  if (status == 0 && (rc = server_init(&server)) < 0) {
+    fprintf(stderr, "diskgate serve: cannot set up the server: %s\n", strerror(-rc));
+    status = 1;
+  }
   if (status == 0 && (exports = malloc(sizeof *exports)) == NULL) {
     fprintf(stderr, "diskgate serve: out of memory\n");
     status = 1;
@@ -673,7 +677,6 @@ int serve_main(int argc, char **argv)
   }
   print_listeners(&cfg, ls, nls);
   log_serving(&cfg, e);
-  server_init(&server);
   server.handshake_timeout_s = cfg.handshake_timeout;
   server.max_handshakes = cfg.max_handshakes;
   server.max_connections = cfg.max_connections;

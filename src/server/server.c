@@ -1,6 +1,7 @@
 /* server.c: the connection list, one thread per connection, and draining on shutdown. */
 #include "server/server.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,8 +24,31 @@ int server_init(struct server *s)
   s->max_inflight = 128;
   atomic_init(&s->stopping, false);
   pthread_mutex_init(&s->lock, NULL);
-  pthread_cond_init(&s->cond, NULL);
+  {
+    pthread_condattr_t ca;
+    int rc = pthread_condattr_init(&ca);
+    if (rc == 0) {
+      rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+      if (rc == 0) {
+        rc = pthread_cond_init(&s->cond, &ca);
+      }
+      pthread_condattr_destroy(&ca);
+    }
+    if (rc != 0) {
+      pthread_mutex_destroy(&s->lock);
+      return -rc;
+    }
+  }
   return 0;
+}
+
+void server_deadline_in(struct timespec *t, long ms)
+{
+  assert(ms >= 0);
+  clock_gettime(CLOCK_MONOTONIC, t);
+  t->tv_nsec += ms % 1000 * 1000000L;
+  t->tv_sec += ms / 1000 + t->tv_nsec / 1000000000L;
+  t->tv_nsec %= 1000000000L;
 }
 
 struct export *server_find_export(struct server *s, const uint8_t *name, size_t length)
@@ -192,8 +216,7 @@ static bool conns_wait(struct server *s, int seconds)
 {
   struct timespec deadline;
 
-  clock_gettime(CLOCK_REALTIME, &deadline);
-  deadline.tv_sec += seconds;
+  server_deadline_in(&deadline, seconds * 1000L);
   while (s->nconns > 0) {
     if (pthread_cond_timedwait(&s->cond, &s->lock, &deadline) == ETIMEDOUT) {
       return s->nconns == 0;
