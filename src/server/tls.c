@@ -55,7 +55,12 @@
 #include <unistd.h>
 
 #include "server/tls_psk.h"
+#include "util/cli.h"
+#include "util/file_read.h"
 #include "util/log.h"
+
+/* The largest certificate, key, CA or CRL file read (bytes): a CRL can be large. */
+#define TLS_PEM_FILE_MAX (16u << 20)
 
 /* Largest TLS plaintext record (RFC 8446 5.1): the writer packs small replies up to this. */
 #define TLS_RECORD_MAX 16384u
@@ -151,8 +156,39 @@ static int check_readable(const char *path, bool *exists, char *err, size_t errl
   return 0;
 }
 
+/* Reads the PEM file `path` into `out` (file_read.h), so that a failure keeps its errno
+ * (GnuTLS's *_file loaders say only "Error while reading file"). Returns 0, or -errno with
+ * the reason in err (for -EMFILE, the open-files limit). */
+static int pem_read(const char *path, gnutls_datum_t *out, char *err, size_t errlen)
+{
+  char *buf;
+  size_t len;
+  int rc = file_read_all(path, TLS_PEM_FILE_MAX, &buf, &len);
+
+  if (rc < 0) {
+    char text[128];
+    snprintf(err, errlen, "%s: %s", path,
+             rc == -EFBIG ? "larger than 16 MiB" : cli_startup_error(rc, text, sizeof text));
+    return rc;
+  }
+  out->data = (unsigned char *)buf;
+  out->size = (unsigned)len;
+  return 0;
+}
+
+/* Wipes and frees the four files load_x509 read (a private key among them). */
+static void pem_free(gnutls_datum_t pem[4])
+{
+  for (int i = 0; i < 4; i++) {
+    file_read_free((char *)pem[i].data, pem[i].size);
+    pem[i].data = NULL;
+    pem[i].size = 0;
+  }
+}
+
 static int load_x509(const char *dir, char *err, size_t errlen)
 {
+  gnutls_datum_t pem[4] = {{NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0}}; /* cert, key, ca, crl */
   char cert[4096], key[4096], ca[4096], crl[4096];
   struct stat st;
   bool have_ca = false, have_crl = false;
@@ -184,25 +220,34 @@ static int load_x509(const char *dir, char *err, size_t errlen)
     snprintf(err, errlen, "out of memory");
     return -ENOMEM;
   }
-  rc = gnutls_certificate_set_x509_key_file(tls_cfg.x509, cert, key, GNUTLS_X509_FMT_PEM);
+  if ((rc = pem_read(cert, &pem[0], err, errlen)) < 0 ||
+      (rc = pem_read(key, &pem[1], err, errlen)) < 0 ||
+      (have_ca && (rc = pem_read(ca, &pem[2], err, errlen)) < 0) ||
+      (have_crl && (rc = pem_read(crl, &pem[3], err, errlen)) < 0)) {
+    pem_free(pem);
+    return rc;
+  }
+  rc = gnutls_certificate_set_x509_key_mem(tls_cfg.x509, &pem[0], &pem[1], GNUTLS_X509_FMT_PEM);
   if (rc < 0) {
     snprintf(err, errlen, "%s with %s: %s", cert, key, gnutls_strerror(rc));
-    return -EINVAL;
-  }
-  if (have_ca) {
-    rc = gnutls_certificate_set_x509_trust_file(tls_cfg.x509, ca, GNUTLS_X509_FMT_PEM);
+  } else if (have_ca) {
+    rc = gnutls_certificate_set_x509_trust_mem(tls_cfg.x509, &pem[2], GNUTLS_X509_FMT_PEM);
     if (rc <= 0) {
       snprintf(err, errlen, "%s: %s", ca, rc < 0 ? gnutls_strerror(rc) : "no certificate in it");
-      return -EINVAL;
+      rc = rc < 0 ? rc : GNUTLS_E_NO_CERTIFICATE_FOUND;
+    } else {
+      tls_cfg.verify_clients = true;
     }
-    tls_cfg.verify_clients = true;
   }
-  if (have_crl) {
-    rc = gnutls_certificate_set_x509_crl_file(tls_cfg.x509, crl, GNUTLS_X509_FMT_PEM);
+  if (rc >= 0 && have_crl) {
+    rc = gnutls_certificate_set_x509_crl_mem(tls_cfg.x509, &pem[3], GNUTLS_X509_FMT_PEM);
     if (rc < 0) {
       snprintf(err, errlen, "%s: %s", crl, gnutls_strerror(rc));
-      return -EINVAL;
     }
+  }
+  pem_free(pem);
+  if (rc < 0) {
+    return rc == GNUTLS_E_MEMORY_ERROR ? -ENOMEM : -EINVAL;
   }
   gnutls_certificate_set_known_dh_params(tls_cfg.x509, GNUTLS_SEC_PARAM_MEDIUM);
   return 0;

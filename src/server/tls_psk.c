@@ -12,6 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/cli.h"
+#include "util/file_read.h"
+
 struct psk_line {
   const char *user; /* the username as written (after '#' for a hex one) */
   size_t user_len;
@@ -51,64 +54,6 @@ static bool psk_line_split(const char *line, size_t len, struct psk_line *out)
   return out->key_len > 0 && out->key_len % 2 == 0 && all_hex(out->key, out->key_len);
 }
 
-/* Wipes and frees a buffer psk_file_read made (NULL is fine). */
-static void buf_wipe(char *buf, size_t len)
-{
-  if (buf != NULL) {
-    explicit_bzero(buf, len);
-    free(buf);
-  }
-}
-
-/* Reads the whole file into a new NUL-terminated buffer sized by the file (*len bytes
- * before the NUL). Returns 0, or -errno with *buf NULL (-EAGAIN when the file grew while
- * read); the caller passes the buffer to buf_wipe. */
-static int psk_file_read(const char *path, char **buf, size_t *len)
-{
-  struct stat st;
-  size_t got = 0, cap = 0;
-  int rc = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO put there: no wait */
-
-  *buf = NULL;
-  if (fd < 0) {
-    return -errno;
-  }
-  if (fstat(fd, &st) < 0) {
-    rc = -errno;
-  } else if (S_ISDIR(st.st_mode)) {
-    rc = -EISDIR;
-  } else if (!S_ISREG(st.st_mode)) {
-    rc = -EINVAL;
-  } else if ((uint64_t)st.st_size > TLS_PSK_FILE_MAX) {
-    rc = -EFBIG;
-  } else if ((*buf = malloc((cap = (size_t)st.st_size + 1))) == NULL) {
-    rc = -ENOMEM;
-  }
-  while (rc == 0) { /* one byte more than fstat said, to see the end */
-    ssize_t n = read(fd, *buf + got, cap - got);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n < 0) {
-      rc = -errno;
-    } else if (n == 0) {
-      break;
-    } else if ((got += (size_t)n) == cap) {
-      rc = -EAGAIN; /* it grew since fstat: the next handshake reads it again */
-    }
-  }
-  close(fd);
-  if (rc < 0) {
-    buf_wipe(*buf, got);
-    *buf = NULL;
-    return rc;
-  }
-  (*buf)[got] = '\0';
-  *len = got;
-  return 0;
-}
-
 /* The next line of buf[*pos, len): its start and length without "\n" or "\r\n". Returns
  * false at the end. */
 static bool next_line(const char *buf, size_t len, size_t *pos, const char **line,
@@ -137,10 +82,12 @@ int tls_psk_check_file(const char *path, char *err, size_t errlen)
   size_t len = 0, pos = 0, line_len;
   const char *line;
   unsigned lineno = 0, keys = 0;
-  int rc = psk_file_read(path, &buf, &len);
+  int rc = file_read_all(path, TLS_PSK_FILE_MAX, &buf, &len);
 
   if (rc < 0) {
-    snprintf(err, errlen, "%s: %s", path, rc == -EFBIG ? "larger than 1 MiB" : strerror(-rc));
+    char text[128];
+    snprintf(err, errlen, "%s: %s", path,
+             rc == -EFBIG ? "larger than 1 MiB" : cli_startup_error(rc, text, sizeof text));
     return rc;
   }
   while (rc == 0 && next_line(buf, len, &pos, &line, &line_len)) {
@@ -156,7 +103,7 @@ int tls_psk_check_file(const char *path, char *err, size_t errlen)
     }
     keys++;
   }
-  buf_wipe(buf, len);
+  file_read_free(buf, len);
   if (rc == 0 && keys == 0) {
     snprintf(err, errlen, "%s: no username:hexkey line", path);
     rc = -EINVAL;
@@ -193,7 +140,7 @@ int tls_psk_lookup_key(const char *path, const unsigned char *user, size_t user_
   char *buf = NULL;
   size_t len = 0, pos = 0, line_len;
   const char *line;
-  int rc = psk_file_read(path, &buf, &len);
+  int rc = file_read_all(path, TLS_PSK_FILE_MAX, &buf, &len);
 
   if (rc < 0) {
     return rc;
@@ -208,6 +155,6 @@ int tls_psk_lookup_key(const char *path, const unsigned char *user, size_t user_
     gnutls_datum_t text = {(unsigned char *)pl.key, (unsigned)pl.key_len};
     rc = gnutls_hex_decode2(&text, key) == 0 ? 0 : -ENOMEM;
   }
-  buf_wipe(buf, len);
+  file_read_free(buf, len);
   return rc;
 }
