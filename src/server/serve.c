@@ -27,6 +27,7 @@
 #include "server/pid_file.h"
 #include "server/server.h"
 #include "server/tls.h"
+#include "server/tls_psk.h"
 #include "util/cli.h"
 #include "util/fd_budget.h"
 #include "util/log.h"
@@ -636,10 +637,12 @@ int serve_main(int argc, char **argv)
     status = open_listeners(&cfg, ls, &nls);
   }
   if (status == 0) {
-    /* A connection needs its socket and the accept guard's reserve; without them it would
-     * serve and close every connection at accept (EMFILE). */
+    /* A connection needs its socket, the accept guard's reserve and, with --tls-psk, the
+     * PSK file read in its handshake; without them it would serve and fail every client
+     * (EMFILE at accept, or in the TLS handshake). */
+    int need = ACCEPT_GUARD_FDS + 1 + (cfg.tls_psk_file != NULL ? TLS_PSK_LOOKUP_FDS : 0);
     int left = fd_budget_left();
-    if (left >= 0 && left < ACCEPT_GUARD_FDS + 1) {
+    if (left >= 0 && left < need) {
       char text[128];
       fprintf(stderr, "diskgate serve: no open files left for connections: %s\n",
               cli_startup_error(-EMFILE, text, sizeof text));

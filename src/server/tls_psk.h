@@ -20,6 +20,9 @@
  * line in err naming the file and the line. */
 int tls_psk_check_file(const char *path, char *err, size_t errlen);
 
+/* The descriptors tls_psk_lookup_key holds while it reads the file (a count). */
+#define TLS_PSK_LOOKUP_FDS 1
+
 /* Looks `user` (user_len bytes, not NUL-terminated; may hold any byte) up in the file at
  * `path`. Returns 0 and the key in *key (its bytes allocated with gnutls_malloc, for GnuTLS
  * to free, as gnutls_psk_server_credentials_function2 requires); -ESRCH when no line names

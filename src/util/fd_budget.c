@@ -1,11 +1,13 @@
 /* fd_budget.c: see fd_budget.h. */
 #include "util/fd_budget.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/resource.h>
 
 int fd_budget_left(void)
@@ -27,15 +29,17 @@ int fd_budget_left(void)
     return errno == EMFILE ? 0 : -errno;
   }
   while ((d = readdir(dir)) != NULL) {
-    if (d->d_name[0] != '.') {
+    char *end;
+    unsigned long fd = strtoul(d->d_name, &end, 10);
+    /* a descriptor numbered at or above the limit (inherited, or from before the limit
+     * was lowered) takes none of the numbers below it, which are all that can be opened */
+    if (d->d_name[0] != '.' && *end == '\0' && fd < (unsigned long)rl.rlim_cur) {
       open_now++;
     }
   }
   closedir(dir);
   open_now--; /* the directory's own descriptor, listed while it was open */
-  if (open_now < 0) {
-    open_now = 0;
-  }
+  assert(open_now >= 0);
   return (long)rl.rlim_cur > open_now ? (int)((long)rl.rlim_cur - open_now) : 0;
 }
 
