@@ -2,7 +2,7 @@
  * paths that need a machine out of descriptors or memory. An open whose path ends with
  * DG_OPEN_FAIL_SUFFIX fails with errno DG_OPEN_FAIL_ERRNO (a number, e.g. 23 for ENFILE);
  * every other open, and every open when DG_OPEN_FAIL_SUFFIX is unset, goes to libc. It
- * wraps open and open64 (the program's own calls; libc's internal ones, fopen's among them,
+ * wraps open and open64, one function (the program's own calls; libc's internal ones, fopen's among them,
  * are not seen). Test code: any thread. */
 /* both symbols are defined here: open must not be redirected to open64 */
 #undef _FILE_OFFSET_BITS
@@ -35,10 +35,21 @@ static int should_fail(const char *path)
   return 1;
 }
 
-static int call_real(const char *name, const char *path, int flags, mode_t mode)
+int open(const char *path, int flags, ...)
 {
-  open_fn real = (open_fn)dlsym(RTLD_NEXT, name);
+  mode_t mode = 0;
+  open_fn real;
 
+  if (flags & (O_CREAT | O_TMPFILE)) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = (mode_t)va_arg(ap, int);
+    va_end(ap);
+  }
+  if (should_fail(path)) {
+    return -1;
+  }
+  real = (open_fn)dlsym(RTLD_NEXT, "open"); /* open64 is the same call on 64-bit Linux */
   if (real == NULL) {
     errno = ENOSYS;
     return -1;
@@ -46,28 +57,5 @@ static int call_real(const char *name, const char *path, int flags, mode_t mode)
   return real(path, flags, mode);
 }
 
-int open(const char *path, int flags, ...)
-{
-  mode_t mode = 0;
-
-  if (flags & (O_CREAT | O_TMPFILE)) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = (mode_t)va_arg(ap, int);
-    va_end(ap);
-  }
-  return should_fail(path) ? -1 : call_real("open", path, flags, mode);
-}
-
-int open64(const char *path, int flags, ...)
-{
-  mode_t mode = 0;
-
-  if (flags & (O_CREAT | O_TMPFILE)) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = (mode_t)va_arg(ap, int);
-    va_end(ap);
-  }
-  return should_fail(path) ? -1 : call_real("open64", path, flags, mode);
-}
+/* A program built with _FILE_OFFSET_BITS=64 (diskgate is) calls open64. */
+int open64(const char *path, int flags, ...) __attribute__((alias("open")));
