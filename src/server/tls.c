@@ -55,12 +55,12 @@
 #include <unistd.h>
 
 #include "server/tls_psk.h"
-#include "util/cli.h"
 #include "util/file_read.h"
 #include "util/log.h"
 
-/* The largest certificate, key, CA or CRL file read (bytes): a CRL can be large. */
-#define TLS_PEM_FILE_MAX (16u << 20)
+/* The largest certificate, key, CA or CRL file read (bytes): a CRL can be tens of MiB; the
+ * limit only keeps a wrong path (a disk image) from being read into memory. */
+#define TLS_PEM_FILE_MAX ((size_t)256 << 20)
 
 /* Largest TLS plaintext record (RFC 8446 5.1): the writer packs small replies up to this. */
 #define TLS_RECORD_MAX 16384u
@@ -168,7 +168,7 @@ static int pem_read(const char *path, gnutls_datum_t *out, char *err, size_t err
   if (rc < 0) {
     char text[128];
     snprintf(err, errlen, "%s: %s", path,
-             rc == -EFBIG ? "larger than 16 MiB" : cli_startup_error(rc, text, sizeof text));
+             file_read_strerror(rc, TLS_PEM_FILE_MAX, text, sizeof text));
     return rc;
   }
   out->data = (unsigned char *)buf;
@@ -273,10 +273,10 @@ static int psk_key_for_user(gnutls_session_t session, const gnutls_datum_t *user
     return 0;
   }
   if (rc != -ESRCH) {
-    char shown[LOG_SHOWN_MAX];
+    char shown[LOG_SHOWN_MAX], text[128];
     log_error("TLS: reading the PSK file %s: %s",
               log_escape_str(shown, sizeof shown, tls_cfg.psk_path),
-              rc == -EFBIG ? "larger than 1 MiB" : strerror(-rc));
+              file_read_strerror(rc, TLS_PSK_FILE_MAX, text, sizeof text));
     return -1;
   }
   s->psk_user_state = PSK_USER_UNKNOWN;

@@ -12,7 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "util/cli.h"
 #include "util/file_read.h"
 
 struct psk_line {
@@ -87,7 +86,7 @@ int tls_psk_check_file(const char *path, char *err, size_t errlen)
   if (rc < 0) {
     char text[128];
     snprintf(err, errlen, "%s: %s", path,
-             rc == -EFBIG ? "larger than 1 MiB" : cli_startup_error(rc, text, sizeof text));
+             file_read_strerror(rc, TLS_PSK_FILE_MAX, text, sizeof text));
     return rc;
   }
   while (rc == 0 && next_line(buf, len, &pos, &line, &line_len)) {

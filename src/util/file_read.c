@@ -4,10 +4,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "util/cli.h"
 
 void file_read_free(char *buf, size_t len)
 {
@@ -61,4 +64,16 @@ int file_read_all(const char *path, size_t max, char **buf, size_t *len)
   (*buf)[got] = '\0';
   *len = got;
   return 0;
+}
+
+const char *file_read_strerror(int err, size_t max, char *buf, size_t size)
+{
+  if (err == -EFBIG) {
+    snprintf(buf, size, "larger than %zu MiB", max >> 20);
+    return buf;
+  }
+  if (err == -EAGAIN) {
+    return "changed while it was read (try again)";
+  }
+  return cli_startup_error(err, buf, size);
 }

@@ -16,6 +16,12 @@
  * wiped before it is freed. The caller frees *buf with file_read_free. */
 int file_read_all(const char *path, size_t max, char **buf, size_t *len);
 
+/* The reason for file_read_all's error `err` (-errno) in an error line: "larger than N
+ * MiB" for -EFBIG (max is the limit passed, bytes), "changed while it was read (try
+ * again)" for -EAGAIN, else cli_startup_error's text (for -EMFILE, the open-files limit).
+ * Returns buf (at most size bytes, NUL-terminated) or a static string. Any thread. */
+const char *file_read_strerror(int err, size_t max, char *buf, size_t size);
+
 /* Wipes the first len bytes of buf (a key stays in no freed memory) and frees it; NULL is
  * fine. */
 void file_read_free(char *buf, size_t len);

@@ -14,6 +14,10 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 
 tls_standard
 cp "$T/ca/ca-cert.pem" "$T/srv/" # client certificates asked for: ca-cert.pem is read too
+printf 'crl_next_update = 2\ncrl_number = 1\n' >"$T/crl.info" # and a CRL, ca-crl.pem
+certtool --generate-crl --load-ca-privkey "$T/ca/ca-key.pem" --load-ca-certificate \
+  "$T/ca/ca-cert.pem" --template "$T/crl.info" --outfile "$T/srv/ca-crl.pem" >"$T/crl.log" 2>&1 ||
+  { cat "$T/crl.log" >&2; fail "certtool: CRL"; }
 truncate -s 1M "$T/disk.img"
 printf 'alice:%s\n' "$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$T/psk.keys"
 
@@ -39,8 +43,16 @@ DG_OPEN_FAIL_SUFFIX=nothing-has-this-name DG_OPEN_FAIL_ERRNO=23 LD_PRELOAD=$shim
 # the line names the limit diskgate raised its soft limit to: the hard one (unless unlimited)
 limit_text=" (the open-files limit, ulimit -Hn, is $(ulimit -Hn))"
 [ "$(ulimit -Hn)" != unlimited ] || limit_text=
-for f in server-cert.pem server-key.pem ca-cert.pem; do
+# the four files serve as they are
+DG_OPEN_FAIL_SUFFIX=nothing-has-this-name DG_OPEN_FAIL_ERRNO=23 LD_PRELOAD=$shim \
+  timeout 2 "$DISKGATE" serve --socket "$T/s.sock" --tls-certificates "$T/srv" "$T/disk.img" \
+  >"$T/out" 2>"$T/err" && fail "the server exited: $(cat "$T/err")"
+grep -q "listening on" "$T/out" || fail "the server did not serve with the four files: $(cat "$T/err")"
+rm -f "$T/s.sock"
+
+for f in server-cert.pem server-key.pem ca-cert.pem ca-crl.pem; do
   expect_read_error "$f" 23 1 "$T/srv/$f: Too many open files in system" --tls-certificates "$T/srv"
+  expect_read_error "$f" 12 1 "$T/srv/$f: Cannot allocate memory" --tls-certificates "$T/srv"
   expect_read_error "$f" 24 1 \
     "$T/srv/$f: Too many open files$limit_text" \
     --tls-certificates "$T/srv"

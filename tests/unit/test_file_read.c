@@ -1,6 +1,7 @@
 /* Unit tests of the whole-file reader for credentials (src/util/file_read.c): the bytes and
  * their count, a NUL after them, and each error as -errno with no buffer: a missing file,
- * a directory, a FIFO (which must not block), a file over the size limit. */
+ * a directory, a FIFO (which must not block), a file over the size limit, a file that
+ * holds more than its size said; and the error texts. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -103,11 +104,39 @@ static void test_errors_are_errno_without_a_buffer(void **state)
   file_read_free(NULL, 0); /* NULL is fine */
 }
 
+/* A file that holds more than fstat said: /proc/self/status is a regular file of size 0
+ * with text in it, like a file that grows while it is read. The reader must stop at the
+ * buffer's end (one byte more than the size) and say -EAGAIN, not cut the file short or
+ * write its NUL past the buffer. */
+static void test_a_file_that_grew_is_eagain(void **state)
+{
+  char *buf = (char *)1;
+  size_t len = 0;
+
+  (void)state;
+  assert_int_equal(file_read_all("/proc/self/status", 1024, &buf, &len), -EAGAIN);
+  assert_null(buf);
+}
+
+static void test_error_texts(void **state)
+{
+  char buf[128];
+
+  (void)state;
+  assert_string_equal(file_read_strerror(-EFBIG, (size_t)256 << 20, buf, sizeof buf),
+                      "larger than 256 MiB");
+  assert_string_equal(file_read_strerror(-EAGAIN, 1024, buf, sizeof buf),
+                      "changed while it was read (try again)");
+  assert_string_equal(file_read_strerror(-EACCES, 1024, buf, sizeof buf), "Permission denied");
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_reads_bytes_and_terminates),
     cmocka_unit_test(test_errors_are_errno_without_a_buffer),
+    cmocka_unit_test(test_a_file_that_grew_is_eagain),
+    cmocka_unit_test(test_error_texts),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
