@@ -28,10 +28,13 @@ static const struct backing_vtable file_vtable = {
 };
 
 /* Opens with O_NOFOLLOW unless the operator named a link, then checks that the inode we
- * got is the one lstat/stat saw (case C18: no swap between check and open). */
+ * got is the one lstat/stat saw (case C18: no swap between check and open). Returns the
+ * descriptor, or -errno: -EAGAIN when the path was replaced between the check and the
+ * open (by another inode, or by a symbolic link where there was none). */
 static int open_checked(const char *path, int flags)
 {
   struct stat before, after;
+  bool nofollow = false;
   int fd;
 
   if (lstat(path, &before) < 0) {
@@ -43,10 +46,12 @@ static int open_checked(const char *path, int flags)
     }
   } else {
     flags |= O_NOFOLLOW;
+    nofollow = true;
   }
   fd = open(path, flags | O_CLOEXEC);
   if (fd < 0) {
-    return -errno;
+    /* ELOOP under O_NOFOLLOW: a symbolic link took the place of what lstat saw */
+    return nofollow && errno == ELOOP ? -EAGAIN : -errno;
   }
   if (fstat(fd, &after) < 0 || after.st_dev != before.st_dev || after.st_ino != before.st_ino) {
     close(fd);

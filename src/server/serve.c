@@ -405,6 +405,12 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
             cfg->path_shown);
     return 2;
   }
+  if (rc == -EAGAIN && strncmp(cfg->path, "rbd:", 4) != 0) {
+    /* open_checked (case C18): what was opened is not what was checked */
+    fprintf(stderr, "diskgate serve: %s was replaced between its check and its open; not "
+            "served (start again once it is stable)\n", cfg->path_shown);
+    return 2;
+  }
   if (rc < 0) {
     /* Writable opens that the file's permissions, attributes or file system refuse: the
      * image may still be served read-only (as qemu-nbd's -r). */

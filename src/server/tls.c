@@ -163,12 +163,9 @@ static int pem_read(const char *path, gnutls_datum_t *out, char *err, size_t err
 {
   char *buf;
   size_t len;
-  int rc = file_read_all(path, TLS_PEM_FILE_MAX, &buf, &len);
+  int rc = file_read_all_or_explain(path, TLS_PEM_FILE_MAX, &buf, &len, err, errlen);
 
   if (rc < 0) {
-    char text[128];
-    snprintf(err, errlen, "%s: %s", path,
-             file_read_strerror(rc, TLS_PEM_FILE_MAX, text, sizeof text));
     return rc;
   }
   out->data = (unsigned char *)buf;

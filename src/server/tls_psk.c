@@ -81,12 +81,9 @@ int tls_psk_check_file(const char *path, char *err, size_t errlen)
   size_t len = 0, pos = 0, line_len;
   const char *line;
   unsigned lineno = 0, keys = 0;
-  int rc = file_read_all(path, TLS_PSK_FILE_MAX, &buf, &len);
+  int rc = file_read_all_or_explain(path, TLS_PSK_FILE_MAX, &buf, &len, err, errlen);
 
   if (rc < 0) {
-    char text[128];
-    snprintf(err, errlen, "%s: %s", path,
-             file_read_strerror(rc, TLS_PSK_FILE_MAX, text, sizeof text));
     return rc;
   }
   while (rc == 0 && next_line(buf, len, &pos, &line, &line_len)) {

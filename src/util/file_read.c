@@ -77,3 +77,15 @@ const char *file_read_strerror(int err, size_t max, char *buf, size_t size)
   }
   return cli_startup_error(err, buf, size);
 }
+
+int file_read_all_or_explain(const char *path, size_t max, char **buf, size_t *len, char *err,
+                             size_t errlen)
+{
+  int rc = file_read_all(path, max, buf, len);
+
+  if (rc < 0) {
+    char text[128];
+    snprintf(err, errlen, "%s: %s", path, file_read_strerror(rc, max, text, sizeof text));
+  }
+  return rc;
+}

@@ -22,6 +22,11 @@ int file_read_all(const char *path, size_t max, char **buf, size_t *len);
  * Returns buf (at most size bytes, NUL-terminated) or a static string. Any thread. */
 const char *file_read_strerror(int err, size_t max, char *buf, size_t size);
 
+/* file_read_all, and on failure "PATH: reason" (file_read_strerror's) in err (at most
+ * errlen bytes, NUL-terminated). Returns what file_read_all returns. */
+int file_read_all_or_explain(const char *path, size_t max, char **buf, size_t *len, char *err,
+                             size_t errlen);
+
 /* Wipes the first len bytes of buf (a key stays in no freed memory) and frees it; NULL is
  * fine. */
 void file_read_free(char *buf, size_t len);

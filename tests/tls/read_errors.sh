@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Credentials that exist but cannot be read: the line keeps the reason (errno), and the
 # exit status says whose fault it is (1: the machine ran out, 2: the file). Run with $1,
-# the LD_PRELOAD module open_fail.c, which makes the open of one file fail with a chosen
+# the LD_PRELOAD module open_hook.c, which makes the open of one file fail with a chosen
 # errno: the machine's own limits cannot be hit at start-up (the credentials load before
 # anything else holds a descriptor). GnuTLS's file loaders said "Error while reading file"
 # whatever the reason (exit 2), and a --tls-psk file out of descriptors did not name the
 # limit; credentials are now read into memory by diskgate (util/file_read.c).
 . "$SRCDIR/tests/lib.sh"
 . "$SRCDIR/tests/tls/tlslib.sh"
-shim=${1:?usage: read_errors.sh OPEN_FAIL_MODULE}
+shim=${1:?usage: read_errors.sh OPEN_HOOK_MODULE}
 [ -f "$shim" ] || fail "no module $shim"
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 

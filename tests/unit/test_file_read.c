@@ -130,6 +130,19 @@ static void test_error_texts(void **state)
   assert_string_equal(file_read_strerror(-EACCES, 1024, buf, sizeof buf), "Permission denied");
 }
 
+static void test_explained_error_names_the_path(void **state)
+{
+  char path[256], want[320], err[320], *buf = (char *)1;
+  size_t len = 0;
+
+  (void)state;
+  path_in_dir(path, sizeof path, "absent");
+  snprintf(want, sizeof want, "%s: No such file or directory", path);
+  assert_int_equal(file_read_all_or_explain(path, 1024, &buf, &len, err, sizeof err), -ENOENT);
+  assert_null(buf);
+  assert_string_equal(err, want);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -137,6 +150,7 @@ int main(void)
     cmocka_unit_test(test_errors_are_errno_without_a_buffer),
     cmocka_unit_test(test_a_file_that_grew_is_eagain),
     cmocka_unit_test(test_error_texts),
+    cmocka_unit_test(test_explained_error_names_the_path),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
