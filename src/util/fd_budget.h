@@ -16,9 +16,8 @@
 
 /* The number of descriptors the calling process can still open: the soft RLIMIT_NOFILE
  * minus the descriptors open now with a number below it (counted in /proc/self/fd; one
- * numbered at or above the limit takes no number that could be opened), 0 when none is
- * left, or
- * INT_MAX when the limit is infinite or above INT_MAX. Returns that count (>= 0), or -errno
+ * numbered at or above the limit takes no number that could be opened); 0 when none is
+ * left; INT_MAX when the limit is infinite or above INT_MAX. Returns that count (>= 0), or -errno
  * when it cannot be known (-ENOENT: no /proc; -ENOMEM). Any thread; the count is a snapshot
  * and other threads may open or close descriptors meanwhile. Blocking (reads a directory):
  * for start-up, never an event loop. */
@@ -32,8 +31,8 @@ bool fd_budget_allows(unsigned want);
 /* "only N more files can be opened (the open-files limit, ulimit -Hn, is M)", the reason
  * in a log line about an extra left out, from fd_budget_left and the soft RLIMIT_NOFILE
  * (named ulimit -Hn because `diskgate serve` raises its soft limit to the hard one first,
- * as cli_startup_error does).
- * Returns buf (at most size bytes, NUL-terminated). Same threads as fd_budget_left. */
+ * as cli_startup_error does). Returns buf (at most size bytes, NUL-terminated). Same
+ * threads as fd_budget_left. */
 const char *fd_budget_describe(char *buf, size_t size);
 
 #endif
