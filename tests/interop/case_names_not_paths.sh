@@ -60,7 +60,7 @@ server=$(pgrep -P "$tracer") || fail "no server under strace"
 kill -INT "$server" # the server stops, and strace with it
 wait "$tracer" || fail "the traced server did not exit cleanly: $(cat "$T/names.log")"
 # the trace sees the server's opens: the image's, at start-up
-head -n "$lines_before" "$T/strace.txt" | grep -qF "\"$T/disk.img\"" ||
+head -n "$lines_before" "$T/strace.txt" | grep -F "\"$T/disk.img\"" >/dev/null ||
   fail "strace did not see the server open the image: $(head -c 2000 "$T/strace.txt")"
 tail -n +"$((lines_before + 1))" "$T/strace.txt" >"$T/strace.clients"
 for p in /etc/shadow /dev/vda "../../etc/shadow"; do
