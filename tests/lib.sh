@@ -86,5 +86,11 @@ dg_stop() {
   [ "$rc" -eq 0 ] || { cat "$DG_LOG" >&2; fail "diskgate exited $rc after SIGTERM"; }
 }
 
+# dg_allow_preload: lets an ASan build run under LD_PRELOAD of a test module (its runtime
+# wants to come first in the library list; the modules have no globals it would miss).
+dg_allow_preload() {
+  export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+}
+
 # mkrandom FILE SIZE_BYTES: a file of random bytes.
 mkrandom() { head -c "$2" /dev/urandom >"$1"; }

@@ -21,6 +21,7 @@
  */
 #include "backing/faulty_impl.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -33,6 +34,7 @@
 
 #include "backing/file.h"
 #include "util/log.h"
+#include "util/mono_cond.h"
 
 static const struct backing_vtable faulty_vtable;
 
@@ -365,7 +367,6 @@ int backing_faulty_open(const char *path, const struct backing_options *opts,
 {
   const char *ctl = getenv("DISKGATE_TEST_FAULTS");
   struct faulty_backing *fb;
-  pthread_condattr_t ca;
   struct stat st;
   int rc;
 
@@ -425,10 +426,8 @@ int backing_faulty_open(const char *path, const struct backing_options *opts,
   }
   fb->rand_state = (unsigned)getpid() ^ (unsigned)faulty_now_ns();
   pthread_mutex_init(&fb->lock, NULL);
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&fb->cond, &ca);
-  pthread_condattr_destroy(&ca);
+  rc = mono_cond_init(&fb->cond);
+  assert(rc == 0); /* glibc's pthread_cond_init cannot fail, and CLOCK_MONOTONIC is valid */
   fb->pump_started = pthread_create(&fb->pump, NULL, pump_main, fb) == 0;
   fb->ctl_started = fb->pump_started && pthread_create(&fb->ctl, NULL, faulty_ctl_main, fb) == 0;
   if (!fb->ctl_started) {

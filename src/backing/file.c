@@ -34,7 +34,6 @@ static const struct backing_vtable file_vtable = {
 static int open_checked(const char *path, int flags)
 {
   struct stat before, after;
-  bool nofollow = false;
   int fd;
 
   if (lstat(path, &before) < 0) {
@@ -46,12 +45,11 @@ static int open_checked(const char *path, int flags)
     }
   } else {
     flags |= O_NOFOLLOW;
-    nofollow = true;
   }
   fd = open(path, flags | O_CLOEXEC);
   if (fd < 0) {
     /* ELOOP under O_NOFOLLOW: a symbolic link took the place of what lstat saw */
-    return nofollow && errno == ELOOP ? -EAGAIN : -errno;
+    return (flags & O_NOFOLLOW) && errno == ELOOP ? -EAGAIN : -errno;
   }
   if (fstat(fd, &after) < 0 || after.st_dev != before.st_dev || after.st_ino != before.st_ino) {
     close(fd);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "io/engine_impl.h"
+#include "util/mono_cond.h"
 
 #define THREADS_EXTRA_MAX 256u
 #define THREADS_EXTRA_IDLE_S 5 /* an extra worker idle this long exits */
@@ -117,8 +118,7 @@ static void worker_loop(struct engine_threads *e, bool extra)
 
     struct timespec until; /* an extra worker's idle deadline, from when it became idle */
 
-    clock_gettime(CLOCK_MONOTONIC, &until); /* e->cond waits on CLOCK_MONOTONIC */
-    until.tv_sec += THREADS_EXTRA_IDLE_S;
+    mono_cond_deadline(&until, THREADS_EXTRA_IDLE_S * 1000L); /* e->cond: mono_cond_init */
     pthread_mutex_lock(&e->lock);
     while (e->head == NULL && !e->stopping) {
       if (!extra) {
@@ -212,14 +212,15 @@ int engine_threads_create(unsigned threads, struct engine **out)
   }
   e->base.vt = &threads_vtable;
   pthread_mutex_init(&e->lock, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* idle deadlines ignore clock steps */
-  pthread_cond_init(&e->cond, &ca);
-  pthread_condattr_destroy(&ca);
+  int rc = mono_cond_init(&e->cond); /* idle deadlines ignore clock steps */
+  if (rc < 0) {
+    pthread_mutex_destroy(&e->lock);
+    free(e);
+    return rc;
+  }
   pthread_cond_init(&e->extra_gone, NULL);
   for (unsigned i = 0; i < threads; i++) {
-    int rc = pthread_create(&e->threads[i], NULL, worker_main, e);
+    rc = pthread_create(&e->threads[i], NULL, worker_main, e);
     if (rc != 0) {
       e->nthreads = i;
       threads_destroy(&e->base);

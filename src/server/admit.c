@@ -9,6 +9,7 @@
 
 #include "util/log.h"
 #include "util/log_spell.h"
+#include "util/mono_cond.h"
 
 #define ADMIT_QUIET_TEXT LOG_TEXT_OF(ADMIT_QUIET_S)
 
@@ -72,8 +73,8 @@ int admit_make_room(struct server *s, const char *peer)
   if (s->max_connections == 0) {
     return 0;
   }
-  server_deadline_in(&deadline, ADMIT_WAIT_MS);
-  server_deadline_in(&grace, ADMIT_GRACE_MS);
+  mono_cond_deadline(&deadline, ADMIT_WAIT_MS);
+  mono_cond_deadline(&grace, ADMIT_GRACE_MS);
   while (s->nconns >= s->max_connections) {
     if (s->nconns - conns_leaving(s, !late) >= s->max_connections) {
       struct conn *oldest = oldest_negotiating(s);

@@ -1,7 +1,6 @@
 /* server.c: the connection list, one thread per connection, and draining on shutdown. */
 #include "server/server.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,40 +14,23 @@
 #include "server/conn.h"
 #include "server/loop.h"
 #include "util/log.h"
+#include "util/mono_cond.h"
 
 int server_init(struct server *s)
 {
+  int rc;
+
   memset(s, 0, sizeof *s);
   s->handshake_timeout_s = 10;
   s->max_handshakes = 256;
   s->max_inflight = 128;
   atomic_init(&s->stopping, false);
   pthread_mutex_init(&s->lock, NULL);
-  {
-    pthread_condattr_t ca;
-    int rc = pthread_condattr_init(&ca);
-    if (rc == 0) {
-      rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-      if (rc == 0) {
-        rc = pthread_cond_init(&s->cond, &ca);
-      }
-      pthread_condattr_destroy(&ca);
-    }
-    if (rc != 0) {
-      pthread_mutex_destroy(&s->lock);
-      return -rc;
-    }
+  rc = mono_cond_init(&s->cond);
+  if (rc < 0) {
+    pthread_mutex_destroy(&s->lock);
   }
-  return 0;
-}
-
-void server_deadline_in(struct timespec *t, long ms)
-{
-  assert(ms >= 0);
-  clock_gettime(CLOCK_MONOTONIC, t);
-  t->tv_nsec += ms % 1000 * 1000000L;
-  t->tv_sec += ms / 1000 + t->tv_nsec / 1000000000L;
-  t->tv_nsec %= 1000000000L;
+  return rc;
 }
 
 struct export *server_find_export(struct server *s, const uint8_t *name, size_t length)
@@ -216,7 +198,7 @@ static bool conns_wait(struct server *s, int seconds)
 {
   struct timespec deadline;
 
-  server_deadline_in(&deadline, seconds * 1000L);
+  mono_cond_deadline(&deadline, seconds * 1000L);
   while (s->nconns > 0) {
     if (pthread_cond_timedwait(&s->cond, &s->lock, &deadline) == ETIMEDOUT) {
       return s->nconns == 0;

@@ -38,13 +38,9 @@ struct server {
 };
 
 /* Initialises an empty server. Its condition variable `cond` times its waits on
- * CLOCK_MONOTONIC, so that a step of the wall clock (NTP, an operator's `date -s`) neither
- * stretches nor cuts them. Returns 0 or -errno. Main thread. */
+ * CLOCK_MONOTONIC (mono_cond.h: deadlines from mono_cond_deadline), so that a step of the
+ * wall clock neither stretches nor cuts them. Returns 0 or -errno. Main thread. */
 int server_init(struct server *s);
-
-/* `t` set to the clock of server->cond's timed waits (CLOCK_MONOTONIC) plus `ms`
- * milliseconds (ms >= 0): the deadline for pthread_cond_timedwait on it. Any thread. */
-void server_deadline_in(struct timespec *t, long ms);
 
 /* Looks an export up by its name (`length` bytes, not NUL-terminated): a key into what the
  * operator configured, never a path (case C18). Returns NULL when unknown. Any thread. */

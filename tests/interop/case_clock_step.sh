@@ -19,8 +19,7 @@ shim=${1:?usage: case_clock_step.sh REALTIME_SHIFT_MODULE}
 [ -f "$shim" ] || fail "no module $shim"
 
 truncate -s 16M "$T/a.img"
-# an ASan build's runtime must come first in the library list; the module has no globals
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+dg_allow_preload
 
 # idle_client URI: connects and negotiates (libnbd), touches $T/connected, then stays idle
 # for 60 s; sets CLIENT_PID. It never sends a request.

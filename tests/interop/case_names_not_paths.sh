@@ -18,7 +18,7 @@ source "$HERE/../lib.sh"
 hook=${1:?usage: case_names_not_paths.sh OPEN_HOOK_MODULE}
 [ -f "$hook" ] || fail "no module $hook"
 command -v strace >/dev/null || fail "strace not found (scripts/deps.sh installs it)"
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+dg_allow_preload
 
 mkrandom "$T/disk.img" 1048576
 printf 'SECRET-BYTES' >"$T/secret.img"

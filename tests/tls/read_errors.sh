@@ -10,7 +10,7 @@
 . "$SRCDIR/tests/tls/tlslib.sh"
 shim=${1:?usage: read_errors.sh OPEN_HOOK_MODULE}
 [ -f "$shim" ] || fail "no module $shim"
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+dg_allow_preload
 
 tls_standard
 cp "$T/ca/ca-cert.pem" "$T/srv/" # client certificates asked for: ca-cert.pem is read too
