@@ -5,6 +5,7 @@
 #include "bench/bench.h"
 #include "server/serve.h"
 #include "util/log.h"
+#include "util/stdio_fds.h"
 
 static const char usage[] =
   "Usage: diskgate serve [OPTIONS] PATH     serve a VM disk over NBD\n"
@@ -14,6 +15,12 @@ static const char usage[] =
 
 int main(int argc, char **argv)
 {
+  /* Before anything is opened: a closed 0, 1 or 2 would be given to the image or a socket,
+   * and log lines would be written into it (stdio_fds.h). No stderr to explain a failure
+   * on, so only the exit status says it. */
+  if (stdio_fds_ensure_open() < 0) {
+    return 1;
+  }
   if (argc < 2) { /* a bad command line: one line naming the problem, exit 2 */
     fputs("diskgate: missing command (serve, bench, --version, --help)\n", stderr);
     return 2;
