@@ -29,9 +29,19 @@ static bool overlaps(const struct fence_entry *e, uint64_t offset, uint64_t leng
   return e->offset < offset + length && offset < e->offset + e->length;
 }
 
-static bool blocked(const struct fence *f, const void *owner, uint64_t offset, uint64_t length)
+/* True when an entry that arrived before `entry` (it is linked after it: the list is newest
+ * first) from another owner overlaps [offset, offset+length): running or still waiting, it
+ * must end first. Waiting for the waiting ones too keeps overlapping writes of different
+ * connections in arrival order: a write parked behind a stalled one (a dead connection's,
+ * say) must not land after a newer overlapping write is acknowledged (helper-51). Waits
+ * only ever go to older entries, so they form no cycle. `entry` NULL: one not linked yet,
+ * which every linked entry precedes. Caller holds f->lock. */
+static bool blocked_by_older(const struct fence *f, const struct fence_entry *entry,
+                             const void *owner, uint64_t offset, uint64_t length)
 {
-  for (const struct fence_entry *e = f->head; e != NULL; e = e->next) {
+  for (const struct fence_entry *e = entry != NULL ? entry->next : f->head; e != NULL;
+       e = e->next) {
+    assert(entry == NULL || e->seq < entry->seq);
     if (e->owner != owner && overlaps(e, offset, length)) {
       return true;
     }
@@ -39,7 +49,7 @@ static bool blocked(const struct fence *f, const void *owner, uint64_t offset, u
   return false;
 }
 
-/* Links entry in. Caller holds f->lock. */
+/* Links entry in, as the newest. Caller holds f->lock. */
 static void fence_link(struct fence *f, struct fence_entry *entry)
 {
   entry->seq = f->next_seq++;
@@ -121,10 +131,10 @@ void fence_begin(struct fence *f, struct fence_entry *entry, const void *owner,
 {
   entry_set(entry, owner, offset, length, NULL);
   pthread_mutex_lock(&f->lock);
-  while (blocked(f, owner, offset, length)) {
+  fence_link(f, entry); /* linked while it waits: later overlapping writes wait for it */
+  while (blocked_by_older(f, entry, owner, offset, length)) {
     pthread_cond_wait(&f->cond, &f->lock);
   }
-  fence_link(f, entry);
   pthread_mutex_unlock(&f->lock);
 }
 
@@ -135,10 +145,9 @@ bool fence_begin_async(struct fence *f, struct fence_entry *entry, const void *o
 
   entry_set(entry, owner, offset, length, ready);
   pthread_mutex_lock(&f->lock);
-  ok = !blocked(f, owner, offset, length);
-  if (ok) {
-    fence_link(f, entry);
-  } else {
+  ok = !blocked_by_older(f, NULL, owner, offset, length);
+  fence_link(f, entry); /* linked even when parked: later overlapping writes wait for it */
+  if (!ok) {
     list_append(&f->waiters, &f->waiters_tail, entry);
   }
   pthread_mutex_unlock(&f->lock);
@@ -158,11 +167,11 @@ void fence_end(struct fence *f, struct fence_entry *entry)
   if (entry->next != NULL) {
     entry->next->prev = entry->prev;
   }
-  /* Parked entries that nothing blocks now are registered in arrival order: one granted
-   * here may block a later one that overlaps it. */
+  /* Parked entries that nothing older blocks now are granted, in arrival order (each
+   * stays linked until its own fence_end, so it still blocks the newer ones it overlaps). */
   for (w = f->waiters; w != NULL; w = next) {
     next = w->wait_next;
-    if (blocked(f, w->owner, w->offset, w->length)) {
+    if (blocked_by_older(f, w, w->owner, w->offset, w->length)) {
       prev = w;
       continue;
     }
@@ -174,7 +183,6 @@ void fence_end(struct fence *f, struct fence_entry *entry)
     if (f->waiters_tail == w) {
       f->waiters_tail = prev;
     }
-    fence_link(f, w);
     list_append(&go, &go_tail, w);
   }
   pthread_cond_broadcast(&f->cond);

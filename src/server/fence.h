@@ -1,12 +1,14 @@
 /* fence.h: ordering of overlapping writes across connections of one export (case C12).
  *
  * Every WRITE, TRIM and WRITE_ZEROES in flight on an export is registered here with its byte
- * range and connection. A new one waits, before it reaches the backing, until every
- * overlapping write that another connection started earlier has completed. So when a client
- * drops a connection whose write is stalled in the backing and repeats or supersedes that
- * write on a new connection, the stale write lands first and the newer one wins: a dead
- * connection's in-flight I/O is fenced before newer overlapping writes are acknowledged.
- * Writes of one connection are not ordered here (NBD gives no order within a connection).
+ * range and connection, in arrival order. A new one waits, before it reaches the backing,
+ * until every overlapping write that another connection sent earlier has completed, whether
+ * that one is at the backing or itself still waiting here. So when a client drops a
+ * connection whose write is stalled in the backing (or waits behind one that is) and repeats
+ * or supersedes that write on a new connection, the stale write lands first and the newer
+ * one wins: a dead connection's in-flight I/O is fenced before newer overlapping writes are
+ * acknowledged. Waits only go to older writes, so they cannot form a cycle. Writes of one
+ * connection are not ordered here (NBD gives no order within a connection).
  *
  * Threads: fence_begin blocks (connection reader threads); fence_begin_async never blocks
  * (event loops): a write that must wait is parked and started by the fence_end that
@@ -41,23 +43,24 @@ struct fence {
 void fence_init(struct fence *f);
 void fence_destroy(struct fence *f);
 
-/* Waits until no write from another owner that overlaps [offset, offset+length) is in
- * flight, then registers `entry` (caller-owned until fence_end). Connection threads only:
- * never on an engine worker, which may be what the write waited for needs. */
+/* Registers `entry` (caller-owned until fence_end), then waits until no write from another
+ * owner that overlaps [offset, offset+length) and was registered before it is left (in
+ * flight or waiting). Connection threads only: never on an engine worker, which may be what
+ * the write waited for needs. */
 void fence_begin(struct fence *f, struct fence_entry *entry, const void *owner,
                  uint64_t offset, uint64_t length);
 
-/* As fence_begin without waiting (for event loops): when an overlapping write blocks it,
- * `entry` is parked instead: the fence_end that unblocks it registers it and then calls
+/* As fence_begin without waiting (for event loops): `entry` is registered at once; when an
+ * older overlapping write blocks it, it is also parked: the fence_end that unblocks it calls
  * ready(entry), on that fence_end's thread, after the fence's lock is released (after the
  * ready callback running further up that thread's stack, if any, has returned). Returns
- * true when registered at once (ready is not called), false when parked. Any thread;
+ * true when it may start at once (ready is not called), false when parked. Any thread;
  * never blocks. */
 bool fence_begin_async(struct fence *f, struct fence_entry *entry, const void *owner,
                        uint64_t offset, uint64_t length, void (*ready)(struct fence_entry *));
 
-/* Unregisters `entry`, registers the parked entries it unblocks (in arrival order) and
- * runs their ready callbacks, and wakes waiters. Called from inside a ready callback (the
+/* Unregisters `entry`, grants the parked entries it unblocks (in arrival order) by
+ * running their ready callbacks, and wakes waiters. Called from inside a ready callback (the
  * granted write completed at once), it only queues the entries it grants: the outermost
  * fence_end on the thread runs them, in order, once that callback has returned, so a chain
  * of such grants never deepens the stack. Any thread; takes the fence's lock, not held

@@ -67,4 +67,61 @@ h.shutdown()
 PY
   dg_stop
 done
+
+# A chain of dead connections (helper-51): connection 1's write is stalled, connection 2's
+# overlapping write waits behind it and connection 2 is dropped too; connection 3 writes
+# v2 over a range that overlaps only connection 2's write. That write must wait for it:
+# it used to be acknowledged at once, then overwritten by connection 2's stale data when
+# the stall ended. Afterwards each range holds the newest write that covers it.
+truncate -s 0 "$T/disk.img"; truncate -s 4M "$T/disk.img"
+dg_start "faulty:$T/disk.img"
+PYTHONPATH=$HERE $PY - "$DG_UNIX" "$DISKGATE_TEST_FAULTS" "$X" <<'PY' || fail "C12 (parked)"
+import sys, time
+import nbd
+from dgdur import Faults
+uri, ctl, X = sys.argv[1], sys.argv[2], int(sys.argv[3])
+K = 1024
+f = Faults(ctl)
+f.cmd(f"rule stall write off={X} len={64 * K} count=1")
+c1 = nbd.NBD()
+c1.connect_uri(uri)
+c1.aio_pwrite(b"\x01" * 64 * K, X)             # [X, X+64K): stalled in the backing
+f.cmd("wait-stalled 1 5000")
+del c1
+c2 = nbd.NBD()
+c2.connect_uri(uri)
+c2.aio_pwrite(b"\x11" * 64 * K, X + 32 * K)    # [X+32K, X+96K): waits for connection 1's
+time.sleep(0.3)
+del c2                                          # dropped, its write still waiting
+time.sleep(0.2)
+c3 = nbd.NBD()
+c3.connect_uri(uri)
+w = c3.aio_pwrite(b"\x02" * 32 * K, X + 64 * K) # [X+64K, X+96K): overlaps connection 2's only
+t_end = time.time() + 1.0
+while time.time() < t_end:
+    c3.poll(50)
+    assert not c3.aio_command_completed(w), \
+        "the newer write was acknowledged while an older overlapping write still waits"
+f.cmd("release all")
+while not c3.aio_command_completed(w):
+    c3.poll(-1)
+time.sleep(0.3)
+got = c3.pread(96 * K, X)
+want = b"\x01" * 32 * K + b"\x11" * 32 * K + b"\x02" * 32 * K
+assert got == want, "after the release: " + str([got[i * 32 * K] for i in range(3)])
+c3.shutdown()
+print("C12 (parked): the dead connections' writes landed in order, then v2")
+PY
+dg_stop
+dg_start "$T/disk.img"
+$PY - "$DG_UNIX" "$X" <<'PY' || fail "C12 (parked): after a restart"
+import sys, nbd
+K = 1024
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+got = h.pread(96 * K, int(sys.argv[2]))
+assert got == b"\x01" * 32 * K + b"\x11" * 32 * K + b"\x02" * 32 * K, "not in order"
+h.shutdown()
+PY
+dg_stop
 pass "C12: a dead connection's stalled write is fenced before newer overlapping writes"

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -191,12 +192,129 @@ static void test_parked_writes_granted_in_arrival_order(void **state)
   fence_destroy(&f);
 }
 
+/* A write that overlaps only a parked write of another connection waits for it, not only
+ * for writes at the backing: connection 1's write is stalled, connection 2's overlapping
+ * write is parked behind it (and connection 2 dropped), connection 3's newer write over
+ * connection 2's range must land after it. It used to start at once, be acknowledged, and
+ * then be overwritten by the stale write when the stall ended (helper-51). */
+static void test_write_behind_a_parked_write_waits_for_it(void **state)
+{
+  struct fence f;
+  struct fence_entry stalled, parked, newer;
+  char c1, c2, c3;
+
+  (void)state;
+  plain_ready_calls = 0;
+  fence_init(&f);
+  assert_true(fence_begin_async(&f, &stalled, &c1, 0, 65536, plain_ready));
+  assert_false(fence_begin_async(&f, &parked, &c2, 32768, 65536, plain_ready));
+  assert_false(fence_begin_async(&f, &newer, &c3, 65536, 32768, plain_ready));
+  fence_end(&f, &stalled);
+  assert_int_equal(plain_ready_calls, 1); /* parked only: newer overlaps it */
+  assert_ptr_equal(f.waiters, &newer);
+  fence_end(&f, &parked);
+  assert_int_equal(plain_ready_calls, 2);
+  assert_null(f.waiters);
+  fence_end(&f, &newer);
+  assert_null(f.head);
+  fence_destroy(&f);
+}
+
+/* fence_begin on a thread of its own, for the blocking path (the threads engine). */
+struct blocking_write {
+  struct fence *fence;
+  struct fence_entry entry;
+  const void *owner;
+  uint64_t offset, length;
+  int started; /* 1 once fence_begin returned; read with __atomic loads */
+  pthread_t thread;
+};
+
+static void *blocking_write_run(void *arg)
+{
+  struct blocking_write *w = arg;
+
+  fence_begin(w->fence, &w->entry, w->owner, w->offset, w->length);
+  __atomic_store_n(&w->started, 1, __ATOMIC_RELEASE);
+  return NULL;
+}
+
+/* Starts w's fence_begin on a thread and waits until w is registered (linked as the newest
+ * entry), so the arrival order of two such writes is the order they were started in. */
+static void blocking_write_start(struct fence *f, struct blocking_write *w)
+{
+  bool linked = false;
+
+  assert_int_equal(pthread_create(&w->thread, NULL, blocking_write_run, w), 0);
+  for (int i = 0; i < 5000 && !linked; i++) {
+    pthread_mutex_lock(&f->lock);
+    linked = f->head == &w->entry;
+    pthread_mutex_unlock(&f->lock);
+    if (!linked) {
+      usleep(1000);
+    }
+  }
+  assert_true(linked);
+}
+
+/* Whether w's fence_begin has returned within `ms` milliseconds. */
+static bool blocking_write_started_within(struct blocking_write *w, int ms)
+{
+  for (int i = 0; i < ms; i++) {
+    if (__atomic_load_n(&w->started, __ATOMIC_ACQUIRE)) {
+      return true;
+    }
+    usleep(1000);
+  }
+  return __atomic_load_n(&w->started, __ATOMIC_ACQUIRE) != 0;
+}
+
+/* Blocked writes (fence_begin) keep their arrival order too. Both wait for a stalled write;
+ * the second also overlaps the first. When the stall ends, the first goes and the second
+ * still waits for it: the two used to race on the broadcast, and the older (a dead
+ * connection's) could land last. A third that overlaps only the first waits as well. */
+static void test_blocked_writes_keep_arrival_order(void **state)
+{
+  struct fence f;
+  struct fence_entry stalled;
+  char c0, c1, c2, c3;
+
+  (void)state;
+  fence_init(&f);
+  struct blocking_write first = {.fence = &f, .owner = &c1, .offset = 0, .length = 65536};
+  struct blocking_write second = {.fence = &f, .owner = &c2, .offset = 0, .length = 4096};
+  struct blocking_write third = {.fence = &f, .owner = &c3, .offset = 61440, .length = 8192};
+  assert_true(fence_begin_async(&f, &stalled, &c0, 0, 4096, plain_ready));
+  blocking_write_start(&f, &first);
+  blocking_write_start(&f, &second);
+  blocking_write_start(&f, &third); /* overlaps `first` only: nothing at the backing */
+  assert_false(blocking_write_started_within(&first, 20));
+  assert_false(blocking_write_started_within(&second, 20));
+  assert_false(blocking_write_started_within(&third, 50));
+  fence_end(&f, &stalled);
+  assert_true(blocking_write_started_within(&first, 5000));
+  assert_false(blocking_write_started_within(&second, 50));
+  assert_false(blocking_write_started_within(&third, 20));
+  fence_end(&f, &first.entry);
+  assert_true(blocking_write_started_within(&second, 5000));
+  assert_true(blocking_write_started_within(&third, 5000));
+  assert_int_equal(pthread_join(first.thread, NULL), 0);
+  assert_int_equal(pthread_join(second.thread, NULL), 0);
+  assert_int_equal(pthread_join(third.thread, NULL), 0);
+  fence_end(&f, &second.entry);
+  fence_end(&f, &third.entry);
+  assert_null(f.head);
+  fence_destroy(&f);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_chain_of_inline_completions_runs_flat),
     cmocka_unit_test(test_only_overlapping_writes_of_other_connections_wait),
     cmocka_unit_test(test_parked_writes_granted_in_arrival_order),
+    cmocka_unit_test(test_write_behind_a_parked_write_waits_for_it),
+    cmocka_unit_test(test_blocked_writes_keep_arrival_order),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
