@@ -80,6 +80,33 @@ static int holds_pid(const char *path)
   return 1;
 }
 
+/* Whether the pid file at `path` is held by a running server: a diskgate keeps an OFD
+ * write lock on the pid file it wrote for as long as it runs (pid_file_write), as qemu-nbd
+ * keeps a lock on its own. Returns 1 (held; *pid is the number the file holds, or 0), 0
+ * (not held, or gone), or -errno when it cannot be opened or tested (-EMFILE, ...; a file
+ * system without locks, -EINVAL or -ENOLCK, counts as not held). */
+static int held_by_server(const char *path, long *pid)
+{
+  struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+  char buf[32] = {0};
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+
+  *pid = 0;
+  if (fd < 0) {
+    return errno == ENOENT ? 0 : -errno;
+  }
+  if (fcntl(fd, F_OFD_GETLK, &fl) < 0) {
+    int e = errno;
+    close(fd);
+    return e == EINVAL || e == ENOLCK ? 0 : -e;
+  }
+  if (fl.l_type != F_UNLCK && read(fd, buf, sizeof buf - 1) > 0) {
+    *pid = strtol(buf, NULL, 10);
+  }
+  close(fd);
+  return fl.l_type != F_UNLCK ? 1 : 0;
+}
+
 int pid_file_check(const char *path, const char *image, const char *socket_path, char *err,
                    size_t errlen)
 {
@@ -123,6 +150,20 @@ int pid_file_check(const char *path, const char *image, const char *socket_path,
                shown);
       return -EEXIST;
     }
+    long pid;
+    held = held_by_server(path, &pid);
+    if (held < 0) {
+      char text[128];
+      snprintf(err, errlen, "--pid-file %s: %s", shown,
+               cli_startup_error(held, text, sizeof text));
+      return held;
+    }
+    if (held == 1) {
+      snprintf(err, errlen,
+               "--pid-file %s: is the pid file of a running server (pid %ld); not replacing it",
+               shown, pid);
+      return -EBUSY;
+    }
   }
   dir_of(path, dir, sizeof dir);
   if (access(dir, W_OK | X_OK) != 0) {
@@ -148,21 +189,31 @@ int pid_file_write(struct pid_file *pf, const char *path)
     return -errno;
   }
   char line[32];
+  long other;
+  struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
   n = snprintf(line, sizeof line, "%ld\n", (long)getpid());
   errno = 0;
   if (fchmod(fd, 0644) < 0 || write(fd, line, (size_t)n) != n || fstat(fd, &st) < 0) {
     rc = errno != 0 ? -errno : -EIO; /* a short write leaves errno 0 */
   }
-  if (close(fd) < 0 && rc == 0) {
+  /* Held until exit (the descriptor stays open): another diskgate's pid_file_check sees it.
+   * A file system without locks only loses that check. */
+  if (rc == 0 && fcntl(fd, F_OFD_SETLK, &fl) < 0 && errno != EINVAL && errno != ENOLCK) {
     rc = -errno;
+  }
+  /* Checked again just before the rename: a server started since pid_file_check. */
+  if (rc == 0 && held_by_server(path, &other) == 1) {
+    rc = -EBUSY;
   }
   if (rc == 0 && rename(tmp, path) < 0) {
     rc = -errno;
   }
   if (rc < 0) {
     unlink(tmp);
+    close(fd);
     return rc;
   }
+  pf->fd = fd;
   pf->path = path;
   pf->dev = st.st_dev;
   pf->ino = st.st_ino;
@@ -176,5 +227,8 @@ void pid_file_remove(const struct pid_file *pf)
   if (pf->path != NULL && lstat(pf->path, &st) == 0 && st.st_dev == pf->dev &&
       st.st_ino == pf->ino) {
     unlink(pf->path);
+  }
+  if (pf->path != NULL) {
+    close(pf->fd); /* after the unlink: the lock is held while the name exists */
   }
 }

@@ -1,9 +1,13 @@
 /* pid_file.h: serve's --pid-file. The file is checked before anything is served, written
  * once the listeners are ready (a temporary file renamed into place, so a reader never
  * sees it half written) and removed at exit only if it is still the file this process
- * wrote. Like qemu-nbd's and nbdkit's, an existing pid file (a number, or empty) is
- * replaced; unlike them, any other existing file is refused, so a mistyped --pid-file
- * cannot replace the image, the socket or a key file (helper-32). Main thread only. */
+ * wrote. The server keeps an OFD write lock on it while it runs, as qemu-nbd keeps a lock on
+ * its pid file, so a second server given the same --pid-file refuses to start instead of
+ * taking it over (and deleting it at its exit, leaving the first without one; helper-50).
+ * Like qemu-nbd's and nbdkit's, a stale pid file (a number, or empty, that no running
+ * server holds) is replaced; unlike them, any other existing file is refused, so a mistyped
+ * --pid-file cannot replace the image, the socket or a key file (helper-32). Main thread
+ * only. Source: fcntl(2) F_OFD_SETLK, F_OFD_GETLK. */
 #ifndef DISKGATE_SERVER_PID_FILE_H
 #define DISKGATE_SERVER_PID_FILE_H
 
@@ -11,8 +15,12 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/* Descriptors a written pid file keeps open while the server runs (its lock's). */
+#define PID_FILE_FDS 1
+
 struct pid_file {
   const char *path; /* as given to pid_file_write (not copied); NULL: nothing written */
+  int fd;           /* open on the file written, holding its lock; valid when path is set */
   dev_t dev;        /* of the file written, to recognise it at exit */
   ino_t ino;
 };
@@ -22,21 +30,25 @@ struct pid_file {
  * (or NULL). Returns 0, or -errno with one line for stderr in err (naming --pid-file and
  * the path): -ENOENT for an empty name; -ENAMETOOLONG; -EISDIR or -EINVAL when it names a
  * directory, a socket, a symbolic link or another non-regular file; -EEXIST when it is the
- * image or the socket, or an existing file that does not hold a process id; the errno of an
- * existing file that cannot be read (-EMFILE, ...) or of a directory that cannot be
- * written. */
+ * image or the socket, or an existing file that does not hold a process id; -EBUSY when it
+ * is the pid file of a running diskgate (locked); the errno of an existing file that cannot
+ * be read (-EMFILE, ...) or of a directory that cannot be written (-ENOENT, -EROFS,
+ * -EACCES). */
 int pid_file_check(const char *path, const char *image, const char *socket_path, char *err,
                    size_t errlen);
 
 /* Writes getpid() and a newline to `path` (mode 0644, as daemons' pid files are, whatever
- * the umask) through a new temporary file in the same directory, renamed over it, and
- * records it in *pf, which keeps `path` (it must outlive *pf: argv does). Returns 0 or
- * -errno (nothing is left behind then). */
+ * the umask) through a new temporary file in the same directory, locked (OFD write lock)
+ * and renamed over it, and records it in *pf, which keeps `path` (it must outlive *pf: argv
+ * does) and the descriptor that holds the lock (one descriptor, until pid_file_remove).
+ * Returns 0 or -errno (nothing is left behind then): -EBUSY when a running server took
+ * `path` since pid_file_check. */
 int pid_file_write(struct pid_file *pf, const char *path);
 
 /* Removes the pid file if `path` still names the very file pid_file_write wrote (another
- * process may have replaced it since). Safe on a pid_file never written; an unlink that
- * fails (the directory went read-only, say) is ignored: the server is exiting anyway. */
+ * process may have replaced it since), then closes its descriptor (the lock goes with it).
+ * Safe on a pid_file never written; an unlink that fails (the directory went read-only,
+ * say) is ignored: the server is exiting anyway. Call it once. */
 void pid_file_remove(const struct pid_file *pf);
 
 #endif

@@ -645,8 +645,9 @@ int serve_main(int argc, char **argv)
   if (status == 0) {
     /* A connection needs its socket, the accept guard's reserve and, with --tls-psk, the
      * PSK file read in its handshake; without them it would serve and fail every client
-     * (EMFILE at accept, or in the TLS handshake). */
-    int need = ACCEPT_GUARD_FDS + 1 + (cfg.tls_psk_file != NULL ? TLS_PSK_LOOKUP_FDS : 0);
+     * (EMFILE at accept, or in the TLS handshake). The pid file, written next, keeps one. */
+    int need = ACCEPT_GUARD_FDS + 1 + (cfg.tls_psk_file != NULL ? TLS_PSK_LOOKUP_FDS : 0) +
+               (cfg.pid_file != NULL ? PID_FILE_FDS : 0);
     int left = fd_budget_left();
     if (left >= 0 && left < need) {
       char text[128];

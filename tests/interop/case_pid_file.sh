@@ -7,7 +7,8 @@
 #  - the image, the socket, a directory, a non-regular file, or an existing file that is not
 #    a pid file: exit 2, one line naming --pid-file, the file untouched;
 #  - PATH.tmp is never touched; a stale pid file is replaced and removed at exit;
-#  - at exit only the file this server wrote is removed, not one that replaced it since.
+#  - at exit only the file this server wrote is removed, not one that replaced it since;
+#  - a running server's pid file (locked) is refused: exit 2; a dead one's is replaced.
 source "$SRCDIR/tests/lib.sh"
 
 cd "$T"
@@ -58,5 +59,25 @@ mv run.pid mine.pid
 echo 4242 >run.pid
 kill "$pid"; wait "$pid" || fail "exit status after SIGTERM"
 assert_eq "$(cat run.pid)" 4242 "a pid file that replaced ours"
+
+# The pid file of a running server is not taken over by a second one (helper-50: it was
+# replaced, and deleted at the second's exit, leaving the first server without one); once
+# that server is gone, even by kill -9, its pid file is stale and replaced.
+truncate -s 1M disk2.img
+"$DISKGATE" serve --socket s4 --pid-file live.pid disk.img 2>log & pid=$!
+DG_PIDS+=("$pid")
+wait_until 10 grep -qx "$pid" live.pid || { cat log >&2; fail "live.pid does not hold the pid"; }
+refused "--pid-file live.pid: is the pid file of a running server (pid $pid)" \
+  --socket s5 --pid-file live.pid disk2.img
+assert_eq "$(cat live.pid)" "$pid" "live.pid after a second server was refused"
+[ ! -e s5 ] || fail "the refused server left its socket"
+kill -9 "$pid"; wait "$pid" || true
+"$DISKGATE" serve --socket s6 --pid-file live.pid disk2.img 2>log & pid2=$!
+DG_PIDS+=("$pid2")
+wait_until 10 grep -qx "$pid2" live.pid || { cat log >&2; fail "a stale live.pid was not replaced"; }
+kill "$pid2"; wait "$pid2" || fail "exit status after SIGTERM"
+[ ! -e live.pid ] || fail "live.pid left behind at exit"
+# A directory that does not exist is the command line's fault: exit 2.
+refused "--pid-file nodir/x.pid: No such file or directory" --socket s7 --pid-file nodir/x.pid disk.img
 cmp -s disk.img disk.orig || fail "the image changed"
-pass "--pid-file: the image, the socket and other files are refused and left intact"
+pass "--pid-file: the image, the socket, other files and a running server's pid file are refused and left intact"
