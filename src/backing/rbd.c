@@ -38,7 +38,8 @@
  * Size: rbd_get_size at open and in refresh_size. Besides, an update watcher
  * (rbd_update_watch) re-reads the size whenever librbd sees the image header change (for
  * example `rbd resize` by another client), so geo.size follows resizes while serving.
- * geo.size is written with atomic stores (it is read by other threads).
+ * geo.size is written with atomic stores (it is read by other threads), by size_refresh
+ * alone, under a lock that keeps each read of the size and its store together.
  *
  * Errors: mapped into NBD's error set (map_error): -EROFS and -EACCES -> -EPERM, -EDQUOT and
  * -EFBIG -> -ENOSPC; -EPERM, -EIO, -ENOMEM, -EINVAL, -ENOSPC and -ENOTSUP as they are; any
@@ -54,6 +55,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +84,11 @@ struct rbd_backing {
   char *pool, *nspace, *name, *snap; /* parsed spec; nspace and snap may be NULL */
   char *ceph_conf, *ceph_id;         /* copies of the options' strings, owned */
   uint64_t eio_logged[3];            /* errno values (< 192) already logged by map_error */
+  /* Held across rbd_get_size and the store of what it returned (size_refresh), so that a
+   * size read before a resize is never stored after one read since: a GO's refresh and the
+   * header watch used to race, geo.size went back to the old size for a moment and the
+   * change was logged twice (helper-50). */
+  pthread_mutex_t size_lock;
 };
 
 static const struct backing_vtable rbd_vtable;
@@ -222,29 +229,41 @@ static void rbd_free(struct rbd_backing *rb)
   free(rb->ceph_conf);
   free(rb->ceph_id);
   free(rb->base.description);
+  pthread_mutex_destroy(&rb->size_lock);
   free(rb);
 }
 
-/* Stores a new size (bytes) in geo.size; other threads read it. */
-static void store_size(struct rbd_backing *rb, uint64_t size)
+/* Reads the image's size (rbd_get_size refreshes the image state first when the header
+ * changed) and stores it in geo.size, which other threads read; logs a change once. The
+ * read and the store are one step under size_lock: two callers cannot store their sizes
+ * in the other order than they read them. *size (may be NULL) gets the size. Returns 0 or
+ * librbd's -errno. Any thread; blocks on a round trip to the cluster when the header
+ * changed. */
+static int size_refresh(struct rbd_backing *rb, uint64_t *size)
 {
-  __atomic_store_n(&rb->base.geo.size, size, __ATOMIC_RELEASE);
+  uint64_t now;
+
+  pthread_mutex_lock(&rb->size_lock);
+  int r = rbd_get_size(rb->image, &now);
+  if (r == 0) {
+    uint64_t old = __atomic_exchange_n(&rb->base.geo.size, now, __ATOMIC_ACQ_REL);
+    if (old != now) {
+      rbd_log(LOG_INFO, rb->base.description + 4,
+              "size changed: %" PRIu64 " -> %" PRIu64 " bytes", old, now);
+    }
+  }
+  pthread_mutex_unlock(&rb->size_lock);
+  if (r == 0 && size != NULL) {
+    *size = now;
+  }
+  return r;
 }
 
 /* librbd update watcher: the header changed (resize, snapshot, ...). Runs on a librbd
- * thread; rbd_get_size refreshes the image state if needed. */
+ * thread (its update watchers' queue, not the one that refreshes the image state). */
 static void header_changed(void *arg)
 {
-  struct rbd_backing *rb = arg;
-  uint64_t size;
-  if (rbd_get_size(rb->image, &size) == 0) {
-    uint64_t old = __atomic_load_n(&rb->base.geo.size, __ATOMIC_ACQUIRE);
-    if (old != size) {
-      store_size(rb, size);
-      rbd_log(LOG_INFO, rb->base.description + 4,
-              "size changed: %" PRIu64 " -> %" PRIu64 " bytes", old, size);
-    }
-  }
+  (void)size_refresh(arg, NULL); /* a failure: the next GO's refresh tries again */
 }
 
 /* Creates, configures and connects the cluster handle. Returns 0 or -errno. */
@@ -342,6 +361,7 @@ int backing_rbd_open(const char *spec, const struct backing_options *opts,
   if (rb == NULL) {
     return -ENOMEM;
   }
+  pthread_mutex_init(&rb->size_lock, NULL);
   rb->base.vt = &rbd_vtable;
   rb->base.opts = *opts;
   int r = parse_spec(spec, rb);
@@ -416,9 +436,7 @@ int backing_rbd_open(const char *spec, const struct backing_options *opts,
     } else {
       rb->have_watch = true;
       /* A resize between rbd_open and the watch would otherwise go unseen. */
-      if (rbd_get_size(rb->image, &size) == 0) {
-        store_size(rb, size);
-      }
+      (void)size_refresh(rb, NULL);
     }
   }
   *out = &rb->base;
@@ -657,22 +675,13 @@ static int rbd_submit(struct backing *b, struct backing_op *op)
   return 0;
 }
 
-/* vtable refresh_size: rbd_get_size (which refreshes the image state first when the header
- * changed) into *size and geo.size. Returns 0 or -errno. Any thread; may block on a
- * round trip to the cluster. */
+/* vtable refresh_size: size_refresh, its error mapped. Returns 0 or -errno. Any thread;
+ * may block on a round trip to the cluster. */
 static int rbd_refresh_size(struct backing *b, uint64_t *size)
 {
   struct rbd_backing *rb = (struct rbd_backing *)b;
-  uint64_t s;
-  int r = rbd_get_size(rb->image, &s);
-  if (r < 0) {
-    return map_error(rb, r);
-  }
-  store_size(rb, s);
-  if (size != NULL) {
-    *size = s;
-  }
-  return 0;
+  int r = size_refresh(rb, size);
+  return r < 0 ? map_error(rb, r) : 0;
 }
 
 /* vtable close: unwatch, rbd_close (flushes librbd's cache), destroy the ioctx, shut the

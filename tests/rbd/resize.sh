@@ -52,4 +52,29 @@ h.shutdown()
 PYEOF
 assert_eq "$(nbdinfo --size "$DG_TCP")" "$NEW" "nbdinfo --size after the resize"
 pass "resize seen by new connections; I/O past the old end works; old connection fine"
+
+# The size is read and stored in one step (rbd.c size_refresh; helper-50): with new
+# connections arriving all the time (each NBD_OPT_GO refreshes the size) while the image is
+# resized and snapshotted (a header change that keeps the size), each change is logged
+# once, and the size never goes back: a refresh that read the old size used to store it
+# after the header watch had stored the new one, and the change was logged again.
+( while :; do nbdinfo --size "$DG_UNIX" >/dev/null 2>&1 || true; done ) &
+goers=$!
+sizes=(128)
+for mb in 192 256 320 384; do
+  rbdc resize --size "${mb}M" rbd/img 2>/dev/null || fail "rbd resize to ${mb}M"
+  rbdc snap create "rbd/img@s$mb" || fail "rbd snap create @s$mb"
+  wait_until 30 test "$(nbdinfo --size "$DG_TCP")" = $((mb << 20)) ||
+    fail "new connections do not see ${mb}M"
+  sizes+=("$mb")
+done
+sleep 1
+kill "$goers"; wait "$goers" 2>/dev/null || true
+want=""
+for ((i = 0; i + 1 < ${#sizes[@]}; i++)); do
+  want+="size changed: $((sizes[i] << 20)) -> $((sizes[i + 1] << 20)) bytes;"
+done
+got=$(grep -o 'size changed: [0-9]* -> [0-9]* bytes' "$DG_LOG" | sed 1d | tr '\n' ';')
+assert_eq "$got" "$want" "the size changes logged (after the first)"
+pass "resizes under a stream of new connections: each logged once, in order"
 dg_stop
