@@ -188,7 +188,7 @@ int bench_cli_parse(int argc, char **argv, struct bench_opts *opts, FILE *out, F
     char vmsg[512];
     if (c != '?' && c != ':' &&
         cli_value_option_error(long_opts, argv, optind, optarg, c, vmsg, sizeof vmsg) != NULL) {
-      fprintf(err, "diskgate bench: %s (see --help)\n", vmsg); /* --dir --keep: no DIR */
+      fprintf(err, "diskgate bench: %s (see diskgate bench --help)\n", vmsg); /* --dir --keep: no DIR */
       return -EINVAL;
     }
     switch (c) {
@@ -262,13 +262,13 @@ int bench_cli_parse(int argc, char **argv, struct bench_opts *opts, FILE *out, F
     default: { /* ':' (a missing value) or '?' */
       char msg[512];
       cli_option_error(long_opts, argv[optind - 1], optopt, msg, sizeof msg); /* escaped */
-      fprintf(err, "diskgate bench: %s (see --help)\n", msg);
+      fprintf(err, "diskgate bench: %s (see diskgate bench --help)\n", msg);
       return -EINVAL;
     }
     }
   }
   if (optind < argc) {
-    return bad(err, "unexpected argument '%s' (see --help)", argv[optind]);
+    return bad(err, "unexpected argument '%s' (see diskgate bench --help)", argv[optind]);
   }
   if (bench_profiles_apply(profile, opts) < 0) {
     return bad(err, "unknown profile '%s' (quick, seeds, sync, rbd or all)", profile);

@@ -105,7 +105,7 @@ static int check_tools(const struct bench_results *r, const struct bench_env *en
     for (size_t i = 0; i < n; i++) {
       fprintf(stderr, "%s%s", i > 0 ? ", " : "", missing[i]);
     }
-    fprintf(stderr, ": install them with `apt-get install");
+    fprintf(stderr, ": install %s with `apt-get install", n > 1 ? "them" : "it");
     for (size_t i = 0; i < n; i++) {
       bool dup = false;
 

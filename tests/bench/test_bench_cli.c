@@ -152,13 +152,13 @@ static void test_option_errors_name_the_fault(void **state)
   static const char *const cases[][3] = {
     { "--keep=1", NULL, "option '--keep' takes no value" },
     { "-x", NULL, "unknown option '-x' (the options are long ones, --NAME)" },
-    { "--runs", NULL, "diskgate bench: option '--runs' needs a value (see --help)" },
+    { "--runs", NULL, "diskgate bench: option '--runs' needs a value (see diskgate bench --help)" },
     { "--r", "3", "option '--r' is ambiguous (--runs, --runtime" },
     { "--frobnicate=2", NULL, "unknown option '--frobnicate'" },
     { "--fo\x02o", NULL, "unknown option '--fo\\x02o'" }, /* escaped once, not twice */
     /* a forgotten value: `--dir --keep` made a directory named "--keep" */
     { "--dir", "--keep", "diskgate bench: option '--dir' needs a value, not the option "
-                         "'--keep'; write --dir=--keep if that is the value (see --help)" },
+                         "'--keep'; write --dir=--keep if that is the value (see diskgate bench --help)" },
   };
   struct bench_opts o;
   char err[512];
