@@ -198,6 +198,8 @@ static int option_export_name(struct conn *c, const uint8_t *payload, uint32_t l
     return rc;
   }
   c->export = e;
+  /* as after GO: the final SET_META_CONTEXT's selection holds iff it named this export */
+  c->meta_context = c->meta_export == e;
   c->transmission_flags = export_transmission_flags(e, c->structured_replies);
   n = nbd_export_name_reply_encode(buf, e->backing->geo.size, c->transmission_flags,
                                    c->no_zeroes);

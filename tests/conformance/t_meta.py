@@ -133,6 +133,46 @@ def r14_each_context_own_reply(ctx):
     h.shutdown()
 
 
+@rule(14, 30)
+def r14_set_then_export_name(ctx):
+    """The contexts the final SET_META_CONTEXT selected for an export apply when that export
+    is "ultimately selected for transmission phase" by NBD_OPT_EXPORT_NAME, as by
+    NBD_OPT_GO. A final SET naming another export selects nothing for this one: BLOCK_STATUS
+    is refused (rule 30's EINVAL), whichever option entered transmission."""
+    s = rw(ctx)
+    w = s.wire().start()
+    w.structured_reply()
+    final, ctxs = w.meta_context(W.OPT_SET_META_CONTEXT, EXPORT, ["base:allocation"])
+    assert final.type == W.REP_ACK and [n for _, n in ctxs] == ["base:allocation"], \
+        f"SET base:allocation: {ctxs} {W.rep_name(final.type)}"
+    cid = ctxs[0][0]
+    w.export_name(EXPORT)
+    rep = w.request(W.CMD_BLOCK_STATUS, 0, 2 * F.MiB)
+    F.expect_ok(rep, "BLOCK_STATUS after SET_META_CONTEXT base:allocation and EXPORT_NAME")
+    assert list(rep.extents) == [cid] and rep.extents[cid], \
+        f"BLOCK_STATUS after EXPORT_NAME: extents for contexts {list(rep.extents)}, " \
+        f"selected {cid}"
+    assert [t for _f, t, _l in rep.chunks if t != W.RT_NONE] == [W.RT_BLOCK_STATUS], \
+        f"chunks {rep.chunks}: expected one NBD_REPLY_TYPE_BLOCK_STATUS"
+    w.disconnect()
+    other = EXPORT + "-other"   # not served: one export per server
+    for names in ([other], [EXPORT, other]):
+        for enter in ("GO", "EXPORT_NAME"):
+            w = s.wire().start()
+            w.structured_reply()
+            for n in names:
+                final, ctxs = w.meta_context(W.OPT_SET_META_CONTEXT, n, ["base:allocation"])
+            assert not ctxs, f"SET_META_CONTEXT for unknown export {other!r} selected {ctxs}"
+            if enter == "GO":
+                w.go(EXPORT)
+            else:
+                w.export_name(EXPORT)
+            rep = w.request(W.CMD_BLOCK_STATUS, 0, 4096)
+            F.expect_error(rep, W.EINVAL, f"BLOCK_STATUS after SET_META_CONTEXT for {names} "
+                           f"and {enter} {EXPORT!r}")
+            w.disconnect()
+
+
 # ---------------------------------------------------------------- rule 15
 @rule(15)
 def r15_long_names(ctx):
