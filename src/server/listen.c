@@ -30,6 +30,9 @@ int listen_parse_address(const char *text, char *host, size_t host_size, unsigne
   size_t hlen;
 
   *port = NBD_DEFAULT_PORT;
+  if (text[0] == '\0') {
+    return -EINVAL; /* no address at all: not the default 127.0.0.1:10809 */
+  }
   if (text[0] == '[') {
     const char *end = strchr(text, ']');
     if (end == NULL) {

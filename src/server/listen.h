@@ -18,8 +18,8 @@ struct listener {
 
 /* Splits "HOST:PORT", "[V6]:PORT", "HOST" or ":PORT" (bytes of text; default port 10809,
  * default host 127.0.0.1). HOST is an address or a name. A bare number ("10809") is refused:
- * it is a port without its host. Returns 0, or -EINVAL naming nothing (the caller prints
- * the text). */
+ * it is a port without its host. So is "": no address at all. Returns 0, or -EINVAL naming
+ * nothing (the caller prints the text). */
 int listen_parse_address(const char *text, char *host, size_t host_size, unsigned *port);
 
 /* Binds and listens on TCP host:port; a host name is resolved (getaddrinfo) and the first of

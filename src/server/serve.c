@@ -128,12 +128,15 @@ static int bad_usage_text(const char *text)
   return 2;
 }
 
-/* The line for an empty value of an option whose value names a file or a user, which an
- * empty value cannot (`--socket ''` was taken for the working directory); NULL for the
- * other options. (An empty --pid-file is pid_file_check's to refuse.) */
+/* The line for an empty value of an option whose value names a file, a user or an address,
+ * which an empty value cannot (`--socket ''` was taken for the working directory, `--listen
+ * ''` for 127.0.0.1:10809); NULL for the other options. (An empty --pid-file is
+ * pid_file_check's to refuse.) */
 static const char *empty_value_error(int c)
 {
   switch (c) {
+  case OPT_LISTEN:
+    return "--listen needs HOST:PORT, not an empty address";
   case OPT_SOCKET:
     return "--socket needs a path, not an empty name";
   case OPT_TLS_CERTS:

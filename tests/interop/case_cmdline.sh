@@ -5,7 +5,7 @@
 # ambiguous abbreviation, a repeated --listen/--socket/--export, --sync/--cache bogus,
 # --threads 0, --max-connections out of range or not a number, --force-share without
 # --read-only, an option without its value, an option whose value is forgotten
-# (`--export --read-only`), an empty path or name, missing PATH,
+# (`--export --read-only`), an empty path, name or --listen address, missing PATH,
 # two PATHs, a missing file, a directory, an image that cannot be opened for writing, a file
 # already served by another diskgate, --listen 'bad::addr', a bare port, a host that does
 # not resolve, a port out of range, a Unix socket another diskgate is accepting on; no
@@ -66,6 +66,9 @@ for opt in --socket --pid-file --tls-certificates --tls-psk --ceph-conf --ceph-i
   bad "$opt needs a" --listen "127.0.0.1:$port" "$opt" '' "$T/a.img"
   grep -q "not an empty" "$T/err" || { cat "$T/err" >&2; failures=$((failures + 1)); }
 done
+# an empty --listen listened on the default 127.0.0.1:10809
+bad "--listen needs" --socket "$T/bad.sock" --listen '' "$T/a.img"
+grep -q "not an empty" "$T/err" || { cat "$T/err" >&2; failures=$((failures + 1)); }
 # each kind of refused option named as what it is (all three used to say "needs a value")
 bad "unknown option '-r'"       "${L[@]}" -r "$T/a.img"
 bad "'--read-only' takes no value" "${L[@]}" --read-only=yes "$T/a.img"

@@ -178,6 +178,13 @@ static void test_bare_number_einval(void **state)
   check_ok("1host:7", "1host", 7);
 }
 
+/* An empty address is no address: `--listen ''` listened on the default 127.0.0.1:10809. */
+static void test_empty_einval(void **state)
+{
+  (void)state;
+  check_einval("");
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -197,6 +204,7 @@ int main(void)
       cmocka_unit_test(test_port_only_host_buffer_too_small_einval),
       cmocka_unit_test(test_port_sign_space_and_wrap_einval),
       cmocka_unit_test(test_bare_number_einval),
+      cmocka_unit_test(test_empty_einval),
   };
 
   return cmocka_run_group_tests(tests, NULL, NULL);
