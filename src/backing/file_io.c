@@ -11,10 +11,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -208,9 +210,45 @@ static bool not_supported(int err)
   return err == EOPNOTSUPP || err == ENOTTY || err == ENOSYS || err == EINVAL;
 }
 
-/* Zeroes or discards the block-aligned middle of a block device's range. `fast`: only
- * what the device does without writing zeroes (fallocate on a block device never falls
- * back to writing), else -ENOTSUP. */
+/* Whether the block device has a write-zeroes command now: its request queue's
+ * write_zeroes_max_bytes (sysfs; bytes per command; a partition has its disk's queue) is
+ * above 0. Read at each call: the kernel sets it to 0 when the device refuses the command
+ * (a loop device whose file refuses FALLOC_FL_ZERO_RANGE, a SCSI disk that rejects it). */
+static bool block_has_write_zeroes(const struct file_backing *fb)
+{
+  static const char *const queue[] = {"queue", "../queue"}; /* a disk's, a partition's */
+  unsigned long long max = 0;
+  struct stat st;
+  char path[96];
+  bool found = false;
+
+  if (fstat(fb->fd_buffered, &st) < 0) {
+    return false;
+  }
+  for (size_t i = 0; i < sizeof queue / sizeof queue[0] && !found; i++) {
+    snprintf(path, sizeof path, "/sys/dev/block/%u:%u/%s/write_zeroes_max_bytes",
+             major(st.st_rdev), minor(st.st_rdev), queue[i]);
+    FILE *f = fopen(path, "re");
+    if (f != NULL) {
+      found = fscanf(f, "%llu", &max) == 1;
+      fclose(f);
+    }
+  }
+  return found && max > 0;
+}
+
+/* Zeroes or discards the block-aligned middle of a block device's range. `fast` (spec
+ * "NBD_CMD_FLAG_FAST_ZERO"): only what the device does without writing zeroes, else
+ * -ENOTSUP with nothing changed. On a block device, fallocate PUNCH_HOLE|KEEP_SIZE is
+ * blkdev_issue_zeroout with BLKDEV_ZERO_NOFALLBACK (Linux block/fops.c): the device's
+ * write-zeroes command, which may unmap but reads back as zeroes, or EOPNOTSUPP. ZERO_RANGE
+ * (and BLKZEROOUT) keep the blocks mapped but fall back to writing zero pages when the device
+ * has no write-zeroes command (block/blk-lib.c). Both drop the range's cached pages, dirty
+ * ones too, and zero its part of the partial ones before the device is asked, refusal or
+ * not: so neither is called unless the device reports the command. When a device that
+ * reports it refuses it, the range is zeroed by writing, as the kernel does for ZERO_RANGE:
+ * its cache is gone by then, and only zeroes leave data that a reply can account for (most
+ * drivers then report no command, so this happens once). */
 static int block_range_call(struct file_backing *fb, uint64_t off, uint64_t len, bool discard,
                             bool no_hole, bool fast)
 {
@@ -220,15 +258,17 @@ static int block_range_call(struct file_backing *fb, uint64_t off, uint64_t len,
     return 0;
   }
   if (fast) {
-    if (!no_hole && fallocate(fb->fd_buffered, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                              (off_t)off, (off_t)len) == 0) {
+    int mode = no_hole ? FALLOC_FL_ZERO_RANGE : FALLOC_FL_PUNCH_HOLE;
+    if (!block_has_write_zeroes(fb)) {
+      return -ENOTSUP;
+    }
+    if (fallocate(fb->fd_buffered, mode | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0) {
       return 0;
     }
-    if (fallocate(fb->fd_buffered, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, (off_t)off,
-                  (off_t)len) == 0) {
-      return 0;
+    if (errno != EOPNOTSUPP) {
+      return not_supported(errno) ? -ENOTSUP : -errno;
     }
-    return not_supported(errno) ? -ENOTSUP : -errno;
+    /* refused after the cache was dropped: zeroed below, as without FAST_ZERO */
   }
   if (discard) {
     if (ioctl(fb->fd_buffered, BLKDISCARD, range) < 0 && !not_supported(errno)) {
