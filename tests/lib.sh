@@ -92,5 +92,16 @@ dg_allow_preload() {
   export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 }
 
+# dg_tmpfs SIZE: a tmpfs of SIZE (mount's size=, e.g. 72M) at $T/tmpfs, and an empty
+# mount point $T/mnt; sets TFS and MNT. The caller's DG_CLEANUP_EXTRA unmounts them
+# (dg_tmpfs_umount), after whatever else it undoes. Needs root.
+dg_tmpfs() {
+  TFS=$T/tmpfs
+  MNT=$T/mnt
+  mkdir -p "$TFS" "$MNT"
+  mount -t tmpfs -o "size=$1" tmpfs "$TFS" || fail "cannot mount a tmpfs (need root)"
+}
+dg_tmpfs_umount() { umount -l "$MNT" 2>/dev/null; umount -l "$TFS" 2>/dev/null; }
+
 # mkrandom FILE SIZE_BYTES: a file of random bytes.
 mkrandom() { head -c "$2" /dev/urandom >"$1"; }

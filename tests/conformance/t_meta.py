@@ -115,13 +115,19 @@ def r14_bad_query_length_invalid(ctx):
     w.disconnect()
 
 
-@rule(14, 30)
-def r14_each_context_own_reply(ctx):
-    s, w = _sr_conn(ctx)
+def _set_base_allocation(w):
+    """SET_META_CONTEXT base:allocation for EXPORT; asserts the server selected exactly it and
+    returns its context id."""
     final, ctxs = w.meta_context(W.OPT_SET_META_CONTEXT, EXPORT, ["base:allocation"])
     assert final.type == W.REP_ACK and [n for _, n in ctxs] == ["base:allocation"], \
         f"SET base:allocation: {ctxs} {W.rep_name(final.type)}"
-    cid = ctxs[0][0]
+    return ctxs[0][0]
+
+
+@rule(14, 30)
+def r14_each_context_own_reply(ctx):
+    s, w = _sr_conn(ctx)
+    cid = _set_base_allocation(w)
     w.go(EXPORT)
     rep = w.request(W.CMD_BLOCK_STATUS, 0, 2 * F.MiB)
     F.expect_ok(rep, "BLOCK_STATUS")
@@ -142,10 +148,7 @@ def r14_set_then_export_name(ctx):
     s = rw(ctx)
     w = s.wire().start()
     w.structured_reply()
-    final, ctxs = w.meta_context(W.OPT_SET_META_CONTEXT, EXPORT, ["base:allocation"])
-    assert final.type == W.REP_ACK and [n for _, n in ctxs] == ["base:allocation"], \
-        f"SET base:allocation: {ctxs} {W.rep_name(final.type)}"
-    cid = ctxs[0][0]
+    cid = _set_base_allocation(w)
     w.export_name(EXPORT)
     rep = w.request(W.CMD_BLOCK_STATUS, 0, 2 * F.MiB)
     F.expect_ok(rep, "BLOCK_STATUS after SET_META_CONTEXT base:allocation and EXPORT_NAME")

@@ -19,11 +19,8 @@ export PYTHONDONTWRITEBYTECODE=1
 command -v mkfs.ext4 >/dev/null || fail "mkfs.ext4 not found (e2fsprogs)"
 command -v filefrag >/dev/null || fail "filefrag not found (e2fsprogs)"
 
-TFS=$T/tmpfs
-MNT=$T/mnt
-mkdir -p "$TFS" "$MNT"
-mount -t tmpfs -o size=72M tmpfs "$TFS" || fail "cannot mount a tmpfs (need root)"
-DG_CLEANUP_EXTRA="umount -l '$MNT' 2>/dev/null; umount -l '$TFS' 2>/dev/null"
+dg_tmpfs 72M
+DG_CLEANUP_EXTRA=dg_tmpfs_umount
 # Every block of the file system is written, so that only the holes punched below can fail.
 dd if=/dev/zero of="$TFS/fs.img" bs=1M count=64 status=none
 # No lazy init: ext4's background inode-table zeroing reaches the loop device as

@@ -21,13 +21,9 @@ export PYTHONDONTWRITEBYTECODE=1
 command -v mkfs.ext4 >/dev/null || fail "mkfs.ext4 not found (e2fsprogs)"
 command -v sfdisk >/dev/null || fail "sfdisk not found (fdisk)"
 
-TFS=$T/tmpfs
-MNT=$T/mnt
-mkdir -p "$TFS" "$MNT"
-mount -t tmpfs -o size=96M tmpfs "$TFS" || fail "cannot mount a tmpfs (need root)"
+dg_tmpfs 96M
 slow="" disk=""   # the loop devices attached now (only ours are detached)
-DG_CLEANUP_EXTRA='for l in $slow $disk; do losetup -d "$l" 2>/dev/null; done;
-  umount -l "$MNT" 2>/dev/null; umount -l "$TFS" 2>/dev/null'
+DG_CLEANUP_EXTRA='for l in $slow $disk; do losetup -d "$l" 2>/dev/null; done; dg_tmpfs_umount'
 truncate -s 1M "$TFS/probe.img"
 if ! probe=$(losetup -f --show "$TFS/probe.img" 2>/dev/null); then
   echo "SKIP: this machine cannot make loop devices"
