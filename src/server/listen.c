@@ -211,6 +211,11 @@ int listen_open_unix(struct listener *l, const char *path)
     unlink(path);
     return rc;
   }
+  struct stat bound;
+  if (lstat(path, &bound) == 0) {
+    l->unix_dev = bound.st_dev;
+    l->unix_ino = bound.st_ino;
+  }
   l->unix_path = strdup(path);
   l->fd = fd;
   return 0;
@@ -336,7 +341,11 @@ void listen_close(struct listener *l)
     l->fd = -1;
   }
   if (l->unix_path != NULL) {
-    unlink(l->unix_path);
+    struct stat st;
+    if (lstat(l->unix_path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == l->unix_dev &&
+        st.st_ino == l->unix_ino) {
+      unlink(l->unix_path);
+    }
     free(l->unix_path);
     l->unix_path = NULL;
   }

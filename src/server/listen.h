@@ -4,6 +4,7 @@
 #define DISKGATE_SERVER_LISTEN_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "server/server.h"
 
@@ -11,7 +12,9 @@
 
 struct listener {
   int fd;
-  char *unix_path; /* owned; NULL for TCP. Unlinked on close. */
+  char *unix_path; /* owned; NULL for TCP. Unlinked on close if it is still ours: */
+  dev_t unix_dev;  /* the socket file bound (lstat right after bind), so that one another */
+  ino_t unix_ino;  /* server bound at the same path since is not removed (helper-54) */
   char host[256];  /* TCP: the host as given (an address or a name) */
   unsigned port;   /* TCP: the port bound (resolved when 0 was asked) */
 };
@@ -43,7 +46,8 @@ int listen_open_unix(struct listener *l, const char *path);
  * does. Main thread. */
 int listen_run(struct server *s, struct listener *ls, size_t n, int stop_fd);
 
-/* Closes (and for Unix sockets unlinks) a listener. */
+/* Closes a listener; for a Unix socket, also removes the socket file if the path still
+ * names the one this listener bound (not one that replaced it since). Main thread. */
 void listen_close(struct listener *l);
 
 #endif
