@@ -12,7 +12,9 @@
 #   - nothing acknowledged is lost: after the server stops and the file system is mounted
 #     again (so every page is read from the loop device), each write that a successful
 #     FLUSH or FUA covered reads back;
-#   - the log says "sync failed" once.
+#   - the log says "sync failed" once;
+#   - writes left unflushed at shutdown, whose writeback fails, make the server's last sync
+#     at shutdown fail, and the log says so.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"
 export PYTHONDONTWRITEBYTECODE=1
@@ -113,6 +115,10 @@ try:
     raise AssertionError("a FLUSH succeeded after a failed sync")
 except nbd.Error as e:
     assert errno_name(e) == "EIO", e
+# Phase 3: writes into the holes that no client flushes. Their writeback fails at the
+# server's last sync at shutdown, which must say so (helper-54: it was silent).
+for block in range(GOOD + 1000, GOOD + 1024):
+    h.pwrite(data(block), block * BS)
 for h in conns:
     h.shutdown()
 open(out, "w").write(" ".join(map(str, sorted(durable))))
@@ -124,6 +130,8 @@ kill -0 "$DG_PID" || fail "the server died"
 dg_stop
 n=$(grep -c "sync failed" "$DG_LOG" || true)
 [ "$n" -eq 1 ] || { cat "$DG_LOG" >&2; fail "'sync failed' logged $n times, expected once"; }
+grep -q "error: file: the last sync at shutdown failed: " "$DG_LOG" ||
+  { cat "$DG_LOG" >&2; fail "the failed last sync at shutdown is not logged"; }
 umount "$MNT" || fail "cannot unmount the file system"
 # read-write: ext4 may replay its journal, into blocks the tmpfs already holds
 mount -o loop,noinit_itable "$TFS/fs.img" "$MNT" || { dmesg | tail -5 >&2; fail "cannot mount the file system again"; }
