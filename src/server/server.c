@@ -13,6 +13,7 @@
 #include "server/admit.h"
 #include "server/conn.h"
 #include "server/loop.h"
+#include "server/tls.h"
 #include "util/log.h"
 #include "util/mono_cond.h"
 
@@ -227,6 +228,7 @@ bool server_conns_drain(struct server *s)
   atomic_store(&s->stopping, true);
   pthread_mutex_lock(&s->lock);
   conns_wait(s, SERVER_SHUTDOWN_GRACE_S);
+  tls_readers_stop(); /* first: a TLS reader must not take the EOF below for an attack */
   for (struct conn *c = s->conns; c != NULL; c = c->next) {
     shutdown(c->transport.fd, SHUT_RD); /* readers see EOF; in-flight replies still go out */
   }

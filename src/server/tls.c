@@ -376,16 +376,35 @@ static int tls_errno(int rc)
   }
 }
 
+/* Set once by tls_readers_stop, at shutdown; never cleared. */
+static atomic_bool readers_stopping;
+
+void tls_readers_stop(void)
+{
+  atomic_store(&readers_stopping, true);
+}
+
 /* The reader's transport after the handshake: never blocks, so that the reader does not
- * wait for the socket while it holds s->lock. GnuTLS reads errno (EAGAIN: GNUTLS_E_AGAIN). */
+ * wait for the socket while it holds s->lock. GnuTLS reads errno (EAGAIN: GNUTLS_E_AGAIN).
+ * The end of the stream that the drain's shutdown(SHUT_RD) makes is not shown to GnuTLS:
+ * it would take it for a truncation attack (GNUTLS_E_PREMATURE_TERMINATION) and invalidate
+ * the session, and the replies still in flight and the close_notify could not be sent
+ * (helper-54). It reads as "no data yet"; socket_wait_readable then ends the reads. */
 static ssize_t pull_nowait(gnutls_transport_ptr_t ptr, void *buf, size_t len)
 {
-  return recv((int)(intptr_t)ptr, buf, len, MSG_DONTWAIT);
+  ssize_t n = recv((int)(intptr_t)ptr, buf, len, MSG_DONTWAIT);
+
+  if (n == 0 && atomic_load(&readers_stopping)) {
+    errno = EAGAIN;
+    return -1;
+  }
+  return n;
 }
 
 /* Waits until s->fd is readable (or closed, or in error: the next GnuTLS call tells), at
- * most the socket's SO_RCVTIMEO (0: no limit). Returns 0 or -ETIMEDOUT. Reader, without
- * s->lock. */
+ * most the socket's SO_RCVTIMEO (0: no limit). Returns 0, -ETIMEDOUT, or -ECONNRESET once
+ * tls_readers_stop was called (checked before each wait: the drain's SHUT_RD that follows
+ * it wakes a waiting reader). Reader, without s->lock. */
 static int socket_wait_readable(const struct tls_session *s)
 {
   struct timeval tv = {0, 0};
@@ -398,6 +417,9 @@ static int socket_wait_readable(const struct tls_session *s)
   }
   for (;;) {
     struct pollfd p = {.fd = s->fd, .events = POLLIN};
+    if (atomic_load(&readers_stopping)) {
+      return -ECONNRESET; /* shutdown: the drain's SHUT_RD, kept from GnuTLS (pull_nowait) */
+    }
     int n = poll(&p, 1, timeout);
     if (n > 0) {
       return 0;

@@ -47,6 +47,13 @@ const char *tls_server_describe(void);
 /* Frees the credentials. Main thread, after every connection ended. */
 void tls_server_teardown(void);
 
+/* Shutdown: from now on a TLS session's reader ends (-ECONNRESET) when it would wait for
+ * data, and the end of the stream the caller then makes with shutdown(SHUT_RD) is not taken
+ * for a truncated TLS stream, which would invalidate the session: the replies in flight
+ * and the close_notify still go out. Call it before that shutdown(SHUT_RD). Main thread,
+ * once; readers see it on any thread. */
+void tls_readers_stop(void);
+
 struct tls_session;
 
 /* Runs the server side of a TLS handshake on the connected socket `fd`, bounded by
