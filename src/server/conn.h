@@ -41,6 +41,7 @@ struct conn {
   unsigned inflight;           /* requests read and not yet replied to */
   size_t inflight_bytes;       /* their buffers (txn.h: TXN_INFLIGHT_BYTES_MAX) */
   atomic_uint failures;        /* requests that failed in the backing (log rate limit) */
+  atomic_uint refusals;        /* requests refused before the backing (log rate limit) */
   struct txn_pool pool;        /* idle requests and buffers for reuse (txn_pool.h) */
   bool send_failed;            /* a reply could not be sent: stop reading */
   bool closing;                /* the reader is done: the writer exits once drained */

@@ -2,6 +2,7 @@
 #include "server/txn.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +36,27 @@ struct nbd_export_limits txn_limits(const struct conn *c)
   return limits;
 }
 
+/* Counts one more event of a kind (`what`, plural: "failures") on a connection and says
+ * whether to log it: the first LOG_RATE_FIRST, then one in LOG_RATE_EVERY. *suffix is text
+ * to end the line with ("" or a note that later ones are thinned out). Any thread. */
+#define LOG_RATE_FIRST 10u
+#define LOG_RATE_EVERY 1000u
+static bool log_rate_allows(atomic_uint *count, const char *what, const char **suffix)
+{
+  static _Thread_local char note[96];
+  unsigned n = atomic_fetch_add(count, 1) + 1;
+
+  *suffix = "";
+  if (n == LOG_RATE_FIRST) {
+    snprintf(note, sizeof note, " (further %s are logged once per %u)", what, LOG_RATE_EVERY);
+    *suffix = note;
+  } else if (n > LOG_RATE_FIRST) {
+    snprintf(note, sizeof note, " (%u more %s)", LOG_RATE_EVERY, what);
+    *suffix = note;
+  }
+  return n <= LOG_RATE_FIRST || n % LOG_RATE_EVERY == 0;
+}
+
 uint32_t txn_check(struct conn *c, const struct nbd_export_limits *limits,
                    const struct nbd_request *req, uint64_t *payload)
 {
@@ -53,10 +75,16 @@ uint32_t txn_check(struct conn *c, const struct nbd_export_limits *limits,
     log_warn("%s: oversized payload refused (%s with %llu bytes); closing the connection",
              c->peer, nbd_command_name(req->type), (unsigned long long)*payload);
   } else if (error != NBD_SUCCESS) {
-    log_msg(error == NBD_ESHUTDOWN ? LOG_DEBUG : LOG_INFO,
-            "%s: %s offset %llu length %llu flags 0x%x refused with NBD error %u", c->peer,
-            nbd_command_name(req->type), (unsigned long long)req->offset,
-            (unsigned long long)req->length, req->flags, error);
+    /* A client can send refused requests as fast as it can read replies: one line each
+     * wrote 55 MB of log a second (helper-54), and a slow reader of the log stalled the
+     * other clients. Rate-limited as the backing's failures are. */
+    const char *more = NULL;
+    if (error == NBD_ESHUTDOWN || log_rate_allows(&c->refusals, "refusals", &more)) {
+      log_msg(error == NBD_ESHUTDOWN ? LOG_DEBUG : LOG_INFO,
+              "%s: %s offset %llu length %llu flags 0x%x refused with NBD error %u%s",
+              c->peer, nbd_command_name(req->type), (unsigned long long)req->offset,
+              (unsigned long long)req->length, req->flags, error, more != NULL ? more : "");
+    }
   }
   return error;
 }
@@ -161,13 +189,11 @@ static void txn_complete(struct backing_op *op, int result)
    * request: logged once, with the range the client asked for, whichever parts fail. */
   if (result < 0 && (r->parent == NULL || !atomic_exchange(&r->parent->failure_logged, true))) {
     const struct nbd_request *req = r->parent != NULL ? &r->parent->req : &r->req;
-    unsigned n = atomic_fetch_add(&r->conn->failures, 1) + 1;
-    if (n <= 10 || n % 1000 == 0) {
+    const char *more;
+    if (log_rate_allows(&r->conn->failures, "failures", &more)) {
       log_warn("%s: %s offset %llu length %llu failed: %s%s", r->conn->peer,
                nbd_command_name(req->type), (unsigned long long)req->offset,
-               (unsigned long long)req->length, strerror(-result),
-               n == 10 ? " (further failures are logged once per 1000)"
-                       : n > 10 ? " (1000 more failures)" : "");
+               (unsigned long long)req->length, strerror(-result), more);
     }
   }
   txn_reply_encode(r, error, error != NBD_SUCCESS ? strerror(-result) : NULL);
