@@ -168,10 +168,16 @@ void fence_end(struct fence *f, struct fence_entry *entry)
     entry->next->prev = entry->prev;
   }
   /* Parked entries that nothing older blocks now are granted, in arrival order (each
-   * stays linked until its own fence_end, so it still blocks the newer ones it overlaps). */
+   * stays linked until its own fence_end, so it still blocks the newer ones it overlaps).
+   * Only those that `entry` blocked can have become free: any other is still blocked by
+   * whatever blocked it, so the list of older entries is scanned for those alone (scanning
+   * it for every parked entry at every end cost time in the square of the parked writes,
+   * under the lock every loop takes: helper-55). */
   for (w = f->waiters; w != NULL; w = next) {
     next = w->wait_next;
-    if (blocked_by_older(f, w, w->owner, w->offset, w->length)) {
+    bool was_blocker = entry->seq < w->seq && entry->owner != w->owner &&
+                       overlaps(entry, w->offset, w->length);
+    if (!was_blocker || blocked_by_older(f, w, w->owner, w->offset, w->length)) {
       prev = w;
       continue;
     }
