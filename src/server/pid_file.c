@@ -80,6 +80,33 @@ static int holds_pid(const char *path)
   return 1;
 }
 
+/* The process id in the pid file open at fd, which a running server holds locked: that
+ * server may have locked it and not yet written it (pid_file_write locks first), so an
+ * empty file is read again for up to 100 ms. Returns the pid, or 0 when none came. */
+static long locked_pid_read(int fd)
+{
+  for (int i = 0; i < 20; i++) {
+    char buf[32] = {0};
+    if (pread(fd, buf, sizeof buf - 1, 0) > 0) {
+      return strtol(buf, NULL, 10);
+    }
+    usleep(5000);
+  }
+  return 0;
+}
+
+/* One line for err: PATH is a running server's pid file. */
+static void busy_explain(const char *path, long pid, char *err, size_t errlen)
+{
+  char shown[LOG_SHOWN_MAX], who[48] = "";
+
+  if (pid > 0) {
+    snprintf(who, sizeof who, " (pid %ld)", pid);
+  }
+  snprintf(err, errlen, "--pid-file %s: is the pid file of a running server%s; not replacing it",
+           log_escape_str(shown, sizeof shown, path), who);
+}
+
 /* Whether the pid file at `path` is held by a running server: a diskgate keeps an OFD
  * write lock on the pid file it wrote for as long as it runs (pid_file_write), as qemu-nbd
  * keeps a lock on its own. Returns 1 (held; *pid is the number the file holds, or 0), 0
@@ -88,7 +115,6 @@ static int holds_pid(const char *path)
 static int held_by_server(const char *path, long *pid)
 {
   struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
-  char buf[32] = {0};
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 
   *pid = 0;
@@ -100,8 +126,8 @@ static int held_by_server(const char *path, long *pid)
     close(fd);
     return e == EINVAL || e == ENOLCK ? 0 : -e;
   }
-  if (fl.l_type != F_UNLCK && read(fd, buf, sizeof buf - 1) > 0) {
-    *pid = strtol(buf, NULL, 10);
+  if (fl.l_type != F_UNLCK) {
+    *pid = locked_pid_read(fd);
   }
   close(fd);
   return fl.l_type != F_UNLCK ? 1 : 0;
@@ -159,9 +185,7 @@ int pid_file_check(const char *path, const char *image, const char *socket_path,
       return held;
     }
     if (held == 1) {
-      snprintf(err, errlen,
-               "--pid-file %s: is the pid file of a running server (pid %ld); not replacing it",
-               shown, pid);
+      busy_explain(path, pid, err, errlen);
       return -EBUSY;
     }
   }
@@ -174,42 +198,55 @@ int pid_file_check(const char *path, const char *image, const char *socket_path,
   return 0;
 }
 
-int pid_file_write(struct pid_file *pf, const char *path)
+int pid_file_write(struct pid_file *pf, const char *path, char *err, size_t errlen)
 {
-  char tmp[PATH_MAX];
-  struct stat st;
-  int fd, n, rc = 0;
+  struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+  struct stat st, named;
+  char line[32];
+  int fd = -1, n;
 
   pf->path = NULL;
-  if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp) {
-    return -ENAMETOOLONG;
+  err[0] = '\0';
+  /* The lock is taken on the file at `path` itself, before anything is written, so that of
+   * two servers started at once exactly one gets it (checking, then renaming a locked
+   * temporary file over the path, let both run: helper-55). An exiting server unlinks the
+   * file before it drops the lock: a file locked, then found unlinked or replaced, is
+   * opened again. */
+  for (int tries = 0;; tries++) {
+    fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      return -errno;
+    }
+    if (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
+      int e = errno;
+      if (e == EAGAIN || e == EACCES) {
+        busy_explain(path, locked_pid_read(fd), err, errlen);
+        close(fd);
+        return -EBUSY;
+      }
+      if (e != EINVAL && e != ENOLCK) { /* a file system without locks only loses the check */
+        close(fd);
+        return -e;
+      }
+    }
+    if (fstat(fd, &st) < 0) {
+      int e = errno;
+      close(fd);
+      return -e;
+    }
+    if (lstat(path, &named) == 0 && named.st_dev == st.st_dev && named.st_ino == st.st_ino) {
+      break;
+    }
+    close(fd);
+    if (tries == 10) {
+      return -EAGAIN; /* replaced again and again under us */
+    }
   }
-  fd = mkostemp(tmp, O_CLOEXEC); /* a new name: an existing PATH.tmp is not touched */
-  if (fd < 0) {
-    return -errno;
-  }
-  char line[32];
-  long other;
-  struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
   n = snprintf(line, sizeof line, "%ld\n", (long)getpid());
   errno = 0;
-  if (fchmod(fd, 0644) < 0 || write(fd, line, (size_t)n) != n || fstat(fd, &st) < 0) {
-    rc = errno != 0 ? -errno : -EIO; /* a short write leaves errno 0 */
-  }
-  /* Held until exit (the descriptor stays open): another diskgate's pid_file_check sees it.
-   * A file system without locks only loses that check. */
-  if (rc == 0 && fcntl(fd, F_OFD_SETLK, &fl) < 0 && errno != EINVAL && errno != ENOLCK) {
-    rc = -errno;
-  }
-  /* Checked again just before the rename: a server started since pid_file_check. */
-  if (rc == 0 && held_by_server(path, &other) == 1) {
-    rc = -EBUSY;
-  }
-  if (rc == 0 && rename(tmp, path) < 0) {
-    rc = -errno;
-  }
-  if (rc < 0) {
-    unlink(tmp);
+  if (fchmod(fd, 0644) < 0 || ftruncate(fd, 0) < 0 || pwrite(fd, line, (size_t)n, 0) != n) {
+    int rc = errno != 0 ? -errno : -EIO; /* a short write leaves errno 0 */
+    unlink(path);                        /* ours: locked and checked above */
     close(fd);
     return rc;
   }

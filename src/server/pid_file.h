@@ -1,6 +1,5 @@
 /* pid_file.h: serve's --pid-file. The file is checked before anything is served, written
- * once the listeners are ready (a temporary file renamed into place, so a reader never
- * sees it half written) and removed at exit only if it is still the file this process
+ * once the listeners are ready and removed at exit only if it is still the file this process
  * wrote. The server keeps an OFD write lock on it while it runs, as qemu-nbd keeps a lock on
  * its pid file, so a second server given the same --pid-file refuses to start instead of
  * taking it over (and deleting it at its exit, leaving the first without one; helper-50).
@@ -37,13 +36,16 @@ struct pid_file {
 int pid_file_check(const char *path, const char *image, const char *socket_path, char *err,
                    size_t errlen);
 
-/* Writes getpid() and a newline to `path` (mode 0644, as daemons' pid files are, whatever
- * the umask) through a new temporary file in the same directory, locked (OFD write lock)
- * and renamed over it, and records it in *pf, which keeps `path` (it must outlive *pf: argv
- * does) and the descriptor that holds the lock (one descriptor, until pid_file_remove).
- * Returns 0 or -errno (nothing is left behind then): -EBUSY when a running server took
- * `path` since pid_file_check. */
-int pid_file_write(struct pid_file *pf, const char *path);
+/* Opens or creates `path` (mode 0644, as daemons' pid files are, whatever the umask), takes
+ * an OFD write lock on it, then writes getpid() and a newline into it, and records it in
+ * *pf, which keeps `path` (it must outlive *pf: argv does) and the descriptor that holds the
+ * lock (one descriptor, until pid_file_remove). The lock is taken before anything is
+ * written: of two servers started at once with the same path, one gets it. (A reader may
+ * see the file empty for a moment while it is written, as qemu-nbd's.) Returns 0 or
+ * -errno: -EBUSY, with one line in err[errlen] naming --pid-file and the other server's
+ * pid, when a running server holds it; -EAGAIN when the file kept being replaced; the
+ * errno of the open or the write (nothing is left behind then; err empty). */
+int pid_file_write(struct pid_file *pf, const char *path, char *err, size_t errlen);
 
 /* Removes the pid file if `path` still names the very file pid_file_write wrote (another
  * process may have replaced it since), then closes its descriptor (the lock goes with it).

@@ -670,12 +670,19 @@ int serve_main(int argc, char **argv)
   }
   /* A service manager waits for the pid file: without it the server is not started, as
    * qemu-nbd --pid-file exits when it cannot write it. */
-  if (status == 0 && cfg.pid_file != NULL && (rc = pid_file_write(&pid_file, cfg.pid_file)) < 0) {
+  char pid_err[LOG_SHOWN_MAX + 128];
+  if (status == 0 && cfg.pid_file != NULL &&
+      (rc = pid_file_write(&pid_file, cfg.pid_file, pid_err, sizeof pid_err)) < 0) {
     char shown[LOG_SHOWN_MAX], text[128];
-    fprintf(stderr, "diskgate serve: cannot write the pid file %s: %s\n",
-            log_escape_str(shown, sizeof shown, cfg.pid_file),
-            cli_startup_error(rc, text, sizeof text));
-    status = 1;
+    if (rc == -EBUSY) { /* another server took it since pid_file_check: as if it had then */
+      fprintf(stderr, "diskgate serve: %s\n", pid_err);
+      status = 2;
+    } else {
+      fprintf(stderr, "diskgate serve: cannot write the pid file %s: %s\n",
+              log_escape_str(shown, sizeof shown, cfg.pid_file),
+              cli_startup_error(rc, text, sizeof text));
+      status = 1;
+    }
   }
   if (status != 0) {
     for (size_t i = 0; i < nls; i++) {

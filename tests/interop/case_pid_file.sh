@@ -77,6 +77,27 @@ DG_PIDS+=("$pid2")
 wait_until 10 grep -qx "$pid2" live.pid || { cat log >&2; fail "a stale live.pid was not replaced"; }
 kill "$pid2"; wait "$pid2" || fail "exit status after SIGTERM"
 [ ! -e live.pid ] || fail "live.pid left behind at exit"
+# Two servers started at the same instant with one --pid-file: exactly one runs, the other
+# exits 2 with the line above (both used to run in 11 of 100 tries, or the second exited 1
+# with "Device or resource busy": helper-55).
+for i in $(seq 1 20); do
+  rm -f race.pid
+  "$DISKGATE" serve --socket r1.sock --pid-file race.pid disk.img 2>r1.log & p1=$!
+  "$DISKGATE" serve --socket r2.sock --pid-file race.pid disk2.img 2>r2.log & p2=$!
+  DG_PIDS+=("$p1" "$p2")
+  wait_until 10 sh -c '[ -s race.pid ] && { ! kill -0 "$1" 2>/dev/null || ! kill -0 "$2" 2>/dev/null; }' \
+    sh "$p1" "$p2" || fail "race $i: neither server exited (both run)"
+  sleep 0.2
+  if kill -0 "$p1" 2>/dev/null; then run=$p1 gone=$p2 log=r2.log; else run=$p2 gone=$p1 log=r1.log; fi
+  kill -0 "$run" 2>/dev/null || fail "race $i: no server runs"
+  rc=0
+  wait "$gone" || rc=$?
+  [ "$rc" -eq 2 ] && [ "$(wc -l <"$log")" -eq 1 ] && grep -q "is the pid file of a running server (pid $run)" "$log" ||
+    { cat "$log" >&2; fail "race $i: the second server exited $rc, want 2 and the one line"; }
+  wait_until 5 grep -qx "$run" race.pid || fail "race $i: race.pid does not name the server that runs"
+  kill "$run"; wait "$run" || fail "race $i: exit status after SIGTERM"
+done
+[ ! -e race.pid ] || fail "race.pid left behind"
 # A directory that does not exist is the command line's fault: exit 2.
 refused "--pid-file nodir/x.pid: No such file or directory" --socket s7 --pid-file nodir/x.pid disk.img
 cmp -s disk.img disk.orig || fail "the image changed"
