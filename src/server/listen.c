@@ -336,10 +336,9 @@ int listen_run(struct server *s, struct listener *ls, size_t n, int stop_fd)
 
 void listen_close(struct listener *l)
 {
-  if (l->fd >= 0) {
-    close(l->fd);
-    l->fd = -1;
-  }
+  /* The socket file first, while this listener still accepts there: a server starting on
+   * the same path cannot yet take it for a dead one and replace it, so the file checked
+   * here is ours when it has our inode (helper-55). */
   if (l->unix_path != NULL) {
     struct stat st;
     if (lstat(l->unix_path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == l->unix_dev &&
@@ -348,5 +347,9 @@ void listen_close(struct listener *l)
     }
     free(l->unix_path);
     l->unix_path = NULL;
+  }
+  if (l->fd >= 0) {
+    close(l->fd);
+    l->fd = -1;
   }
 }
