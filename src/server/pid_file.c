@@ -48,38 +48,6 @@ static bool same_place(const char *a, const char *b)
   return place_of(a, pa, sizeof pa) && place_of(b, pb, sizeof pb) && strcmp(pa, pb) == 0;
 }
 
-/* 1 when the regular file at `path` is empty or holds a number and an optional newline: a
- * pid file (a stale one, or one a service manager made); 0 when it holds anything else;
- * -errno when it cannot be read (EMFILE: no file descriptor left, ...). */
-static int holds_pid(const char *path)
-{
-  char buf[32];
-  ssize_t n;
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK); /* a FIFO swapped in */
-
-  if (fd < 0) {
-    return -errno;
-  }
-  n = read(fd, buf, sizeof buf);
-  int err = errno; /* before close, which may change it */
-  close(fd);
-  if (n < 0) {
-    return -err;
-  }
-  if (n == (ssize_t)sizeof buf) {
-    return 0;
-  }
-  if (n > 0 && buf[n - 1] == '\n') {
-    n--;
-  }
-  for (ssize_t i = 0; i < n; i++) {
-    if (buf[i] < '0' || buf[i] > '9') {
-      return 0;
-    }
-  }
-  return 1;
-}
-
 /* The process id in the pid file open at fd, which a running server holds locked: that
  * server may have locked it and not yet written it (pid_file_write locks first), so an
  * empty file is read again for up to 100 ms. Returns the pid, or 0 when none came. */
@@ -107,30 +75,51 @@ static void busy_explain(const char *path, long pid, char *err, size_t errlen)
            log_escape_str(shown, sizeof shown, path), who);
 }
 
-/* Whether the pid file at `path` is held by a running server: a diskgate keeps an OFD
- * write lock on the pid file it wrote for as long as it runs (pid_file_write), as qemu-nbd
- * keeps a lock on its own. Returns 1 (held; *pid is the number the file holds, or 0), 0
- * (not held, or gone), or -errno when it cannot be opened or tested (-EMFILE, ...; a file
- * system without locks, -EINVAL or -ENOLCK, counts as not held). */
-static int held_by_server(const char *path, long *pid)
+/* What the regular file at `path` is, read once:
+ *   PID_FILE_NOT   it holds something other than a number and an optional newline;
+ *   PID_FILE_STALE it is empty or holds one (a stale pid file, or one a service manager
+ *                  made), and no running server holds it;
+ *   PID_FILE_HELD  it is one that a running diskgate holds: a server keeps an OFD write lock
+ *                  on its pid file while it runs (pid_file_write), as qemu-nbd keeps a lock
+ *                  on its own; *pid gets the number, or 0. (A file system without locks,
+ *                  -EINVAL or -ENOLCK from the test, counts as not held.)
+ * Or -errno when it cannot be opened, read or tested (EMFILE: no file descriptor left, ...;
+ * -ENOENT: gone). */
+enum pid_file_state { PID_FILE_NOT, PID_FILE_STALE, PID_FILE_HELD };
+static int pid_file_state(const char *path, long *pid)
 {
   struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  char buf[32];
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK); /* a FIFO swapped in */
+  int rc = PID_FILE_STALE;
 
   *pid = 0;
   if (fd < 0) {
-    return errno == ENOENT ? 0 : -errno;
+    return -errno;
   }
-  if (fcntl(fd, F_OFD_GETLK, &fl) < 0) {
-    int e = errno;
-    close(fd);
-    return e == EINVAL || e == ENOLCK ? 0 : -e;
+  ssize_t n = read(fd, buf, sizeof buf);
+  if (n < 0) {
+    rc = -errno;
+  } else if (n == (ssize_t)sizeof buf) {
+    rc = PID_FILE_NOT;
+  } else {
+    if (n > 0 && buf[n - 1] == '\n') {
+      n--;
+    }
+    for (ssize_t i = 0; i < n && rc == PID_FILE_STALE; i++) {
+      if (buf[i] < '0' || buf[i] > '9') {
+        rc = PID_FILE_NOT;
+      }
+    }
   }
-  if (fl.l_type != F_UNLCK) {
+  if (rc == PID_FILE_STALE && fcntl(fd, F_OFD_GETLK, &fl) < 0) {
+    rc = errno == EINVAL || errno == ENOLCK ? PID_FILE_STALE : -errno;
+  } else if (rc == PID_FILE_STALE && fl.l_type != F_UNLCK) {
+    rc = PID_FILE_HELD;
     *pid = locked_pid_read(fd);
   }
   close(fd);
-  return fl.l_type != F_UNLCK ? 1 : 0;
+  return rc;
 }
 
 int pid_file_check(const char *path, const char *image, const char *socket_path, char *err,
@@ -164,27 +153,22 @@ int pid_file_check(const char *path, const char *image, const char *socket_path,
       snprintf(err, errlen, "--pid-file %s: exists and is not a regular file", shown);
       return -EINVAL;
     }
-    int held = holds_pid(path);
-    if (held < 0 && held != -ENOENT) { /* -ENOENT: gone since lstat, as if absent */
+    /* A running server's is refused here, before anything is opened or listened on;
+     * pid_file_write's lock settles a server started since. */
+    long pid;
+    int state = pid_file_state(path, &pid);
+    if (state < 0 && state != -ENOENT) { /* -ENOENT: gone since lstat, as if absent */
       char text[128];
       snprintf(err, errlen, "--pid-file %s: %s", shown,
-               cli_startup_error(held, text, sizeof text));
-      return held;
+               cli_startup_error(state, text, sizeof text));
+      return state;
     }
-    if (held == 0) {
+    if (state == PID_FILE_NOT) {
       snprintf(err, errlen, "--pid-file %s: exists and is not a pid file (not replacing it)",
                shown);
       return -EEXIST;
     }
-    long pid;
-    held = held_by_server(path, &pid);
-    if (held < 0) {
-      char text[128];
-      snprintf(err, errlen, "--pid-file %s: %s", shown,
-               cli_startup_error(held, text, sizeof text));
-      return held;
-    }
-    if (held == 1) {
+    if (state == PID_FILE_HELD) {
       busy_explain(path, pid, err, errlen);
       return -EBUSY;
     }
