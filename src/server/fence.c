@@ -30,19 +30,16 @@ static bool overlaps(const struct fence_entry *e, uint64_t offset, uint64_t leng
 }
 
 /* True when an entry that arrived before `entry` (it is linked after it: the list is newest
- * first) from another owner overlaps [offset, offset+length): running or still waiting, it
- * must end first. Waiting for the waiting ones too keeps overlapping writes of different
- * connections in arrival order: a write parked behind a stalled one (a dead connection's,
- * say) must not land after a newer overlapping write is acknowledged (helper-51). Waits
- * only ever go to older entries, so they form no cycle. `entry` NULL: one not linked yet,
- * which every linked entry precedes. Caller holds f->lock. */
-static bool blocked_by_older(const struct fence *f, const struct fence_entry *entry,
-                             const void *owner, uint64_t offset, uint64_t length)
+ * first) from another owner overlaps it: running or still waiting, it must end first.
+ * Waiting for the waiting ones too keeps overlapping writes of different connections in
+ * arrival order: a write parked behind a stalled one (a dead connection's, say) must not
+ * land after a newer overlapping write is acknowledged (helper-51). Waits only ever go to
+ * older entries, so they form no cycle. `entry` is linked. Caller holds f->lock. */
+static bool blocked_by_older(const struct fence_entry *entry)
 {
-  for (const struct fence_entry *e = entry != NULL ? entry->next : f->head; e != NULL;
-       e = e->next) {
-    assert(entry == NULL || e->seq < entry->seq);
-    if (e->owner != owner && overlaps(e, offset, length)) {
+  for (const struct fence_entry *e = entry->next; e != NULL; e = e->next) {
+    assert(e->seq < entry->seq);
+    if (e->owner != entry->owner && overlaps(e, entry->offset, entry->length)) {
       return true;
     }
   }
@@ -132,7 +129,7 @@ void fence_begin(struct fence *f, struct fence_entry *entry, const void *owner,
   entry_set(entry, owner, offset, length, NULL);
   pthread_mutex_lock(&f->lock);
   fence_link(f, entry); /* linked while it waits: later overlapping writes wait for it */
-  while (blocked_by_older(f, entry, owner, offset, length)) {
+  while (blocked_by_older(entry)) {
     pthread_cond_wait(&f->cond, &f->lock);
   }
   pthread_mutex_unlock(&f->lock);
@@ -145,8 +142,8 @@ bool fence_begin_async(struct fence *f, struct fence_entry *entry, const void *o
 
   entry_set(entry, owner, offset, length, ready);
   pthread_mutex_lock(&f->lock);
-  ok = !blocked_by_older(f, NULL, owner, offset, length);
   fence_link(f, entry); /* linked even when parked: later overlapping writes wait for it */
+  ok = !blocked_by_older(entry);
   if (!ok) {
     list_append(&f->waiters, &f->waiters_tail, entry);
   }
@@ -177,7 +174,7 @@ void fence_end(struct fence *f, struct fence_entry *entry)
     next = w->wait_next;
     bool was_blocker = entry->seq < w->seq && entry->owner != w->owner &&
                        overlaps(entry, w->offset, w->length);
-    if (!was_blocker || blocked_by_older(f, w, w->owner, w->offset, w->length)) {
+    if (!was_blocker || blocked_by_older(w)) {
       prev = w;
       continue;
     }
