@@ -211,11 +211,7 @@ int listen_open_unix(struct listener *l, const char *path)
     unlink(path);
     return rc;
   }
-  struct stat bound;
-  if (lstat(path, &bound) == 0) {
-    l->unix_dev = bound.st_dev;
-    l->unix_ino = bound.st_ino;
-  }
+  (void)file_ident_of_path(path, &l->unix_file); /* failing, it names nothing: kept */
   l->unix_path = strdup(path);
   l->fd = fd;
   return 0;
@@ -340,11 +336,7 @@ void listen_close(struct listener *l)
    * the same path cannot yet take it for a dead one and replace it, so the file checked
    * here is ours when it has our inode (helper-55). */
   if (l->unix_path != NULL) {
-    struct stat st;
-    if (lstat(l->unix_path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == l->unix_dev &&
-        st.st_ino == l->unix_ino) {
-      unlink(l->unix_path);
-    }
+    file_ident_unlink(l->unix_path, &l->unix_file);
     free(l->unix_path);
     l->unix_path = NULL;
   }

@@ -4,17 +4,16 @@
 #define DISKGATE_SERVER_LISTEN_H
 
 #include <stddef.h>
-#include <sys/types.h>
 
 #include "server/server.h"
+#include "util/file_ident.h"
 
 #define LISTEN_MAX 4
 
 struct listener {
   int fd;
-  char *unix_path; /* owned; NULL for TCP. Unlinked on close if it is still ours: */
-  dev_t unix_dev;  /* the socket file bound (lstat right after bind), so that one another */
-  ino_t unix_ino;  /* server bound at the same path since is not removed (helper-54) */
+  char *unix_path; /* owned; NULL for TCP. Unlinked on close if it still names */
+  struct file_ident unix_file; /* the socket file bound (not one bound there since) */
   char host[256];  /* TCP: the host as given (an address or a name) */
   unsigned port;   /* TCP: the port bound (resolved when 0 was asked) */
 };

@@ -185,7 +185,7 @@ int pid_file_check(const char *path, const char *image, const char *socket_path,
 int pid_file_write(struct pid_file *pf, const char *path, char *err, size_t errlen)
 {
   struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
-  struct stat st, named;
+  struct stat st;
   char line[32];
   int fd = -1, n;
 
@@ -218,7 +218,7 @@ int pid_file_write(struct pid_file *pf, const char *path, char *err, size_t errl
       close(fd);
       return -e;
     }
-    if (lstat(path, &named) == 0 && named.st_dev == st.st_dev && named.st_ino == st.st_ino) {
+    if (file_ident_names(path, &(struct file_ident){.dev = st.st_dev, .ino = st.st_ino})) {
       break;
     }
     close(fd);
@@ -236,20 +236,14 @@ int pid_file_write(struct pid_file *pf, const char *path, char *err, size_t errl
   }
   pf->fd = fd;
   pf->path = path;
-  pf->dev = st.st_dev;
-  pf->ino = st.st_ino;
+  pf->file = (struct file_ident){.dev = st.st_dev, .ino = st.st_ino};
   return 0;
 }
 
 void pid_file_remove(const struct pid_file *pf)
 {
-  struct stat st;
-
-  if (pf->path != NULL && lstat(pf->path, &st) == 0 && st.st_dev == pf->dev &&
-      st.st_ino == pf->ino) {
-    unlink(pf->path);
-  }
   if (pf->path != NULL) {
+    file_ident_unlink(pf->path, &pf->file);
     close(pf->fd); /* after the unlink: the lock is held while the name exists */
   }
 }

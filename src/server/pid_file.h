@@ -14,14 +14,15 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "util/file_ident.h"
+
 /* Descriptors a written pid file keeps open while the server runs (its lock's). */
 #define PID_FILE_FDS 1
 
 struct pid_file {
   const char *path; /* as given to pid_file_write (not copied); NULL: nothing written */
   int fd;           /* open on the file written, holding its lock; valid when path is set */
-  dev_t dev;        /* of the file written, to recognise it at exit */
-  ino_t ino;
+  struct file_ident file; /* the file written, to recognise it at exit */
 };
 
 /* Checks `path` as a --pid-file for a server of `image` (the PATH served; may be NULL or a
