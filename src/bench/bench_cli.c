@@ -188,7 +188,8 @@ int bench_cli_parse(int argc, char **argv, struct bench_opts *opts, FILE *out, F
     char vmsg[512];
     if (c != '?' && c != ':' &&
         cli_value_option_error(long_opts, argv, optind, optarg, c, vmsg, sizeof vmsg) != NULL) {
-      fprintf(err, "diskgate bench: %s (see diskgate bench --help)\n", vmsg); /* --dir --keep: no DIR */
+      /* --dir --keep: no DIR */
+      fprintf(err, "diskgate bench: %s (see diskgate bench --help)\n", vmsg);
       return -EINVAL;
     }
     switch (c) {
