@@ -9,7 +9,7 @@ want="${1:-test}"
 build_pkgs=(gcc make meson ninja-build pkg-config liburing-dev libcjson-dev libgnutls28-dev)
 test_pkgs=(libcmocka-dev libnbd-bin nbdkit fio qemu-utils qemu-system-x86 busybox-static
            e2fsprogs cpio xz-utils zstd kmod util-linux strace python3 python3-libnbd libnbd-dev gnutls-bin clang libclang-rt-14-dev
-           squashfs-tools)
+           squashfs-tools fdisk)
 bench_pkgs=(qemu-block-extra valgrind linux-perf)
 ceph_pkgs=(ceph-mon ceph-osd ceph-common librbd-dev uuid-runtime)
 
