@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages diskgate needs to build, test and benchmark.
 # Idempotent: installs only what is missing; safe to run many times.
-# Usage: scripts/deps.sh [build|test|bench|ceph|all]   (default: test)
+# Usage: scripts/deps.sh [--list] [build|test|bench|ceph|all]   (default: test)
+# --list prints the set's packages, one per line, and installs nothing.
 set -euo pipefail
 
+list=0
+if [ "${1:-}" = --list ]; then
+  list=1
+  shift
+fi
 want="${1:-test}"
 
 build_pkgs=(gcc make meson ninja-build pkg-config liburing-dev libcjson-dev libgnutls28-dev)
@@ -22,6 +28,10 @@ case "$want" in
   all) pkgs+=("${test_pkgs[@]}" "${bench_pkgs[@]}" "${ceph_pkgs[@]}") ;;
   *) echo "deps.sh: unknown set '$want' (build|test|bench|ceph|all)" >&2; exit 2 ;;
 esac
+if [ "$list" = 1 ]; then
+  printf '%s\n' "${pkgs[@]}"
+  exit 0
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -3,16 +3,13 @@
 # that scripts/deps.sh installs: otherwise the suite passes on a machine that happens to
 # have the package and fails on a fresh one (2026-12-02: case-fast-zero-blockdev needs
 # sfdisk, from fdisk, which deps.sh did not list; CI's machine had it, a new one did not).
-# For each such command found on this machine, the package that owns it (dpkg -S) must be
-# in one of deps.sh's package lists; a command checked with `|| fail` must be installed.
+# Each command a test checks with `command -v NAME ... || fail` must be installed, and the
+# package that owns it (dpkg -S) must be one `scripts/deps.sh --list all` prints.
 set -euo pipefail
 : "${SRCDIR:?SRCDIR must point at the source root}"
 
-deps="$SRCDIR/scripts/deps.sh"
-# The package lists, from the array assignments before `pkgs=`.
-listed=$(sed -n '/^build_pkgs=(/,/^pkgs=/p' "$deps" | sed '/^pkgs=/d' |
-         bash -c 'source /dev/stdin; echo "${build_pkgs[@]} ${test_pkgs[@]} ${bench_pkgs[@]} ${ceph_pkgs[@]}"')
-[ -n "$listed" ] || { echo "FAIL: no package lists read from $deps" >&2; exit 1; }
+listed=$(bash "$SRCDIR/scripts/deps.sh" --list all)
+[ -n "$listed" ] || { echo "FAIL: scripts/deps.sh --list all printed no package" >&2; exit 1; }
 
 # owner PATH: the Debian package that installed PATH (tries the /usr-merged twin too).
 owner() {
@@ -29,13 +26,11 @@ if command -v mkfs.ext4 >/dev/null; then
 fi
 
 bad=0
-while read -r cmd required; do
+while read -r cmd; do
   path=$(command -v "$cmd" || true)
   if [ -z "$path" ]; then
-    if [ "$required" = 1 ]; then
-      echo "FAIL: a test requires '$cmd', which is not installed: add its package to scripts/deps.sh" >&2
-      bad=1
-    fi
+    echo "FAIL: a test requires '$cmd', which is not installed: add its package to scripts/deps.sh" >&2
+    bad=1
     continue
   fi
   case "$path" in /*) ;; *) continue ;; esac   # a shell builtin or function
@@ -44,11 +39,11 @@ while read -r cmd required; do
   if [ -z "$pkg" ]; then
     echo "FAIL: '$cmd' ($path) belongs to no Debian package" >&2
     bad=1
-  elif ! printf ' %s ' $listed | grep -F " ${pkg%%:*} " >/dev/null; then
+  elif ! printf '%s\n' "$listed" | grep -Fx "${pkg%%:*}" >/dev/null; then
     echo "FAIL: tests need '$cmd' from package '$pkg', which scripts/deps.sh does not install" >&2
     bad=1
   fi
 done < <(grep -rhoE 'command -v [A-Za-z0-9._+-]+( *>/dev/null)?( *2>&1)? *\|\| *fail' \
            "$SRCDIR/tests" --include='*.sh' --exclude='lint_deps_cover.sh' |
-         awk '{print $3, 1}' | sort -u)
+         awk '{print $3}' | sort -u)
 exit $bad
