@@ -14,10 +14,11 @@ no-disk round trip; floor-host+kernel and floor-dg+kernel add the kernel's submi
 block_rq_issue) and wake (block_rq_complete to the read's CQE) as fio on the file pays them.
 goal: 0.6 x qemu-nbd's p50 in the same round.
 usage: qd1-limit.py DISKGATE FILE ROUNDS"""
-import atexit, json, os, re, statistics, subprocess, sys, time
+import json, re, statistics, subprocess, sys, time
+
+from served import served, warm_page_cache
 
 dg, path, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
-sock = os.path.join(os.path.dirname(os.path.abspath(path)), "qd1limit.sock")
 BT = """tracepoint:io_uring:io_uring_submit_req /comm == str($1) && (args->opcode == 22 || args->opcode == 4 || args->opcode == 1)/ {
   @sub = nsecs; }
 tracepoint:block:block_rq_issue { @s[args->sector] = nsecs;
@@ -103,49 +104,26 @@ def sum_p50(*hists):
     return float(max(p))
 
 
-SERVERS = []  # started by serve(): killed at exit, so a failed run leaves no server holding FILE
-atexit.register(lambda: [p.kill() for p in SERVERS if p.poll() is None])
-
-
-def serve(cmd):
-    if os.path.exists(sock):
-        os.unlink(sock)
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    SERVERS.append(p)
-    while not os.path.exists(sock):
-        if p.poll() is not None:
-            sys.exit("%s exited with status %d before listening" % (cmd[0], p.returncode))
-        time.sleep(0.05)
-    time.sleep(0.2)
-    return p
-
-
-URI = "nbd+unix:///?socket=" + sock
-DG = [dg, "serve", "--sync", "full", "--socket", sock]
 CELLS = ["host", "diskgate-direct", "qemu-nbd", "diskgate-wb-warm", "diskgate-direct-spin"]
 res = {k: [] for k in CELLS}
 rows = []
 for r in range(rounds):
     res["host"].append(run_cell(path, "fio"))
-    p = serve(DG + ["--cache", "direct", path])
-    res["diskgate-direct"].append(run_cell(URI, "diskgate"))
-    spin = [subprocess.Popen(["chrt", "-i", "0", "sh", "-c", "while :; do :; done"])
-            for _ in range(2)]
-    res["diskgate-direct-spin"].append(run_cell(URI, "diskgate"))
-    for s in spin:
-        s.kill()
-        s.wait()
-    p.terminate()
-    p.wait()
-    p = serve(["qemu-nbd", "-f", "raw", "--cache=none", "--aio=io_uring", "-t", "-k", sock, path])
-    res["qemu-nbd"].append(run_cell(URI, "qemu-nbd"))
-    p.terminate()
-    p.wait()
-    subprocess.run(["dd", "if=" + path, "of=/dev/null", "bs=1M"], capture_output=True)
-    p = serve(DG + ["--cache", "writeback", path])
-    res["diskgate-wb-warm"].append(run_cell(URI, None))
-    p.terminate()
-    p.wait()
+    with served("diskgate", {}, dg, path) as uri:
+        res["diskgate-direct"].append(run_cell(uri, "diskgate"))
+        spin = [subprocess.Popen(["chrt", "-i", "0", "sh", "-c", "while :; do :; done"])
+                for _ in range(2)]
+        try:
+            res["diskgate-direct-spin"].append(run_cell(uri, "diskgate"))
+        finally:
+            for sp in spin:
+                sp.kill()
+                sp.wait()
+    with served("qemu-nbd", {}, dg, path) as uri:
+        res["qemu-nbd"].append(run_cell(uri, "qemu-nbd"))
+    warm_page_cache(path)
+    with served("diskgate", {"writeback": 1}, dg, path) as uri:
+        res["diskgate-wb-warm"].append(run_cell(uri, None))
     last = {k: v[-1] for k, v in res.items()}
     rt, host = last["diskgate-wb-warm"]["bins"], last["host"]
     row = {"goal": 0.6 * quantile(last["qemu-nbd"]["bins"], .5),

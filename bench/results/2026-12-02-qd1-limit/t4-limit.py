@@ -12,18 +12,17 @@ writes completing every few tens of us, that sync starts about when the FLUSH ar
 at least about S, and IOPS at most about 32 / (W + S): the bound printed, with W and S as
 measured under that server.
 usage: t4-limit.py DISKGATE FILE ROUNDS"""
-import atexit, json, os, re, statistics, subprocess, sys, time
+import json, re, statistics, subprocess, sys, time
+
+from served import served
 
 dg, path, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
-sock = os.path.join(os.path.dirname(os.path.abspath(path)), "t4limit.sock")
 BT = """tracepoint:ext4:ext4_sync_file_enter { @t[tid] = nsecs; }
 tracepoint:ext4:ext4_sync_file_exit /@t[tid]/ { @us = sum((nsecs - @t[tid]) / 1000); @n = count();
   delete(@t[tid]); }
 interval:s:3 { exit(); }
 END { clear(@t); }
 """
-SERVERS = []
-atexit.register(lambda: [p.kill() for p in SERVERS if p.poll() is None])
 
 
 def run_cell(target):
@@ -43,34 +42,16 @@ def run_cell(target):
             "syncs": n / 3.0}
 
 
-def serve(cmd):
-    if os.path.exists(sock):
-        os.unlink(sock)
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    SERVERS.append(p)
-    while not os.path.exists(sock):
-        if p.poll() is not None:
-            sys.exit("%s exited with status %d before listening" % (cmd[0], p.returncode))
-        time.sleep(0.05)
-    time.sleep(0.2)
-    return p
-
-
-URI = "nbd+unix:///?socket=" + sock
-CELLS = {"diskgate": [dg, "serve", "--cache", "writeback", "--sync", "full", "--socket", sock, path],
-         "nbdkit": ["nbdkit", "-f", "--exit-with-parent", "-U", sock, "file", path],
-         "host": None}
+CELLS = {"diskgate": ("diskgate", {"writeback": 1}), "nbdkit": ("nbdkit", {}), "host": None}
 res = {k: [] for k in CELLS}
 for r in range(rounds):
     print("round %d:" % (r + 1))
-    for k, cmd in CELLS.items():
-        if cmd is None:
+    for k, server in CELLS.items():
+        if server is None:
             x = run_cell(path)
         else:
-            p = serve(cmd)
-            x = run_cell(URI)
-            p.terminate()
-            p.wait()
+            with served(*server, dg, path) as uri:
+                x = run_cell(uri)
         x["bound"] = 32 / ((x["w"] + x["s"]) / 1e6)
         res[k].append(x)
         print("  %-8s %6.0f writes/s  W %6.0f us  F %6.0f us  S %6.0f us  %5.0f syncs/s"
