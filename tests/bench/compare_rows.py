@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""bench/compare's T1 verdicts on fixed figures (no fio, no servers): when a row may say
+"""bench/compare's T1 and T4 verdicts on fixed figures (no fio, no servers): when a row may say
 FAIL (limit), i.e. that no server could meet the goal on this machine.
 
 The fault this guards: the CPU rows took fio's kernel CPU per I/O with one I/O submitted
@@ -53,4 +53,20 @@ check("host bound in the detail", "at most 2.14x" in iops_verdict(45000, 28000, 
       True)
 check("IOPS met", iops_verdict(56000, 28000, 50000, 60000)[0], "PASS")
 
-checks.finish("bench/compare T1 verdicts")
+
+# T4: the host figures go into the detail only; below 2x is a plain FAIL even when the
+# host path itself is under 2x nbdkit (group commit may beat it).
+def t4(diskgate, nbdkit, host, host_direct):
+    r = compare.t4_row(cell(iops=diskgate), cell(iops=nbdkit), cell(iops=host),
+                       cell(iops=host_direct))
+    return compare.verdict(r[4], *r[6:]), r[5]
+
+
+check("T4 under 2x, host direct under 2x too", t4(24000, 15000, 19000, 24500)[0], "FAIL")
+check("T4 at 2x", t4(30000, 15000, 19000, 24500)[0], "PASS")
+check("T4 just under 2x", t4(29999, 15000, 19000, 24500)[0], "FAIL")
+check("T4 detail names both host figures and the direct one's ratio",
+      t4(24000, 15000, 19000, 24500)[1],
+      "24000 vs 15000 (host, fdatasync per write: 19000 page cache, 24500 direct = 1.63x nbdkit)")
+
+checks.finish("bench/compare T1 and T4 verdicts")
