@@ -1,6 +1,6 @@
-"""compare_lib.py: what the bench/compare tests share (compare_rows.py, compare_cells.py):
-bench/compare loaded as a module (it is a script without .py), and a check counter that
-collects failures and reports them at the end."""
+"""compare_lib.py: what the bench/compare tests share (compare_rows.py, compare_cells.py,
+compare_fio.py): bench/compare loaded as a module (it is a script without .py), and a check
+counter that collects failures and reports them at the end."""
 import importlib.machinery
 import importlib.util
 import os
