@@ -7,9 +7,10 @@
 # block_unplug), so CPU per write and writes per dispatch; and the shares of the server's
 # CPU (perf record -g, 3 s at 4999 Hz, inclusive) under the kernel functions that send
 # replies (io_sendmsg for diskgate, sendmsg(2)'s __sys_sendmsg for qemu-nbd), receive
-# requests, write to the disk, run the loopback's receive processing (handle_softirqs) and
-# ring the virtio doorbell (iowrite16), turned into µs per write; and, during the perf record
-# window, in how many samples server and fio last ran on the same CPU. Needs root, perf and
+# requests, write to the disk, run softirq work (handle_softirqs; over TCP it includes the
+# loopback's receive processing) and ring the virtio doorbell (iowrite16), turned into µs
+# per write; and, during the perf record window, in how many samples server and fio last
+# ran on the same CPU. Needs root, perf and
 # /var/tmp/cmp/compare.img. A record of what was run, not a test.
 DG=$1; ROUNDS=${2:-3}; IMG=/var/tmp/cmp/compare.img; PORT=10899; D=$(mktemp -d); SOCK=$D/s.sock
 # placement.py SERVER FIO: over 3 s (150 samples, 20 ms apart), in how many samples the
