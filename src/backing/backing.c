@@ -38,6 +38,20 @@ int backing_spec_check(const char *spec, struct backing_spec_info *info)
   return 0;
 }
 
+int backing_spec_load(const char *spec, char *why, size_t len)
+{
+  if (strncmp(spec, "rbd:", 4) == 0) {
+#ifdef DISKGATE_HAVE_RBD
+    return backing_rbd_load(why, len);
+#else
+    (void)why;
+    (void)len;
+    return -ENOTSUP;
+#endif
+  }
+  return 0;
+}
+
 int backing_refresh_size(struct backing *b, uint64_t *size)
 {
   if (b->vt->refresh_size == NULL) {

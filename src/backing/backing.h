@@ -11,6 +11,7 @@
 #define DISKGATE_BACKING_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "io/engine.h"
@@ -156,6 +157,14 @@ struct backing_spec_info {
  * (backing kind not built in). A path is not looked at: backing_open reports on it.
  * Any thread. */
 int backing_spec_check(const char *spec, struct backing_spec_info *info);
+
+/* Loads what opening spec will need, without opening it: for "rbd:", librados and librbd
+ * (backing/rbd_lib.h: loaded at run time, so a server of files never maps them); nothing
+ * for the other kinds. Returns 0, -ENOTSUP (backing kind not built in), or -ELIBACC (a
+ * library cannot be loaded) with the reason in why[0..len), NUL-terminated (why may be
+ * NULL). The server calls it at start-up for a spec it opens lazily, so a missing library
+ * fails there rather than at the first NBD_OPT_GO. Any thread. */
+int backing_spec_load(const char *spec, char *why, size_t len);
 
 /* Submits op. Returns 0 (op->done will be called once, possibly on the calling thread
  * before this returns) or -errno (done is not called). May block briefly: the file

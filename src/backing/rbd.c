@@ -41,6 +41,9 @@
  * geo.size is written with atomic stores (it is read by other threads), by size_refresh
  * alone, under a lock that keeps each read of the size and its store together.
  *
+ * Libraries: librados and librbd are loaded at run time, by the first RBD export
+ * (rbd_lib.h), so a server of files never maps them; every call goes through rb->lib.
+ *
  * Errors: mapped into NBD's error set (map_error): -EROFS and -EACCES -> -EPERM, -EDQUOT and
  * -EFBIG -> -ENOSPC; -EPERM, -EIO, -ENOMEM, -EINVAL, -ENOSPC and -ENOTSUP as they are; any
  * other (-ETIMEDOUT when the operator set rados_osd_op_timeout, -EBLOCKLISTED, -ENOENT for an
@@ -50,6 +53,7 @@
  */
 #include "backing/rbd.h"
 
+#include "backing/rbd_lib.h"
 #include "util/log.h"
 
 #include <assert.h>
@@ -59,9 +63,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <rados/librados.h>
-#include <rbd/librbd.h>
 
 #define RBD_LOGICAL_BLOCK  512u
 #define RBD_PHYSICAL_BLOCK 4096u
@@ -74,6 +75,7 @@ enum rbd_stage {
 
 struct rbd_backing {
   struct backing base; /* first: a struct backing * is a struct rbd_backing * */
+  const struct rbd_lib *lib; /* librados and librbd (rbd_lib.h): every call goes through it */
   rados_t cluster;
   rados_ioctx_t ioctx;
   rbd_image_t image;
@@ -203,24 +205,31 @@ int backing_rbd_spec_check(const char *spec, struct backing_spec_info *info)
   return r;
 }
 
+/* See rbd.h. */
+int backing_rbd_load(char *why, size_t len)
+{
+  const struct rbd_lib *lib;
+  return rbd_lib_load(&lib, why, len);
+}
+
 /* Frees everything rb holds, in the reverse order of backing_rbd_open. */
 static void rbd_free(struct rbd_backing *rb)
 {
   if (rb->have_watch) {
-    rbd_update_unwatch(rb->image, rb->watch_handle);
+    rb->lib->rbd_update_unwatch(rb->image, rb->watch_handle);
   }
   if (rb->have_image) {
-    int r = rbd_close(rb->image);
+    int r = rb->lib->rbd_close(rb->image);
     if (r < 0) {
       rbd_log(LOG_ERROR, rb->base.description != NULL ? rb->base.description + 4 : "?",
               "rbd_close: %s", strerror(-r));
     }
   }
   if (rb->have_ioctx) {
-    rados_ioctx_destroy(rb->ioctx);
+    rb->lib->rados_ioctx_destroy(rb->ioctx);
   }
   if (rb->have_cluster) {
-    rados_shutdown(rb->cluster);
+    rb->lib->rados_shutdown(rb->cluster);
   }
   free(rb->pool);
   free(rb->nspace);
@@ -244,7 +253,7 @@ static int size_refresh(struct rbd_backing *rb, uint64_t *size)
   uint64_t now;
 
   pthread_mutex_lock(&rb->size_lock);
-  int r = rbd_get_size(rb->image, &now);
+  int r = rb->lib->rbd_get_size(rb->image, &now);
   if (r == 0) {
     uint64_t old = __atomic_exchange_n(&rb->base.geo.size, now, __ATOMIC_ACQ_REL);
     if (old != now) {
@@ -272,9 +281,9 @@ static int connect_cluster(struct rbd_backing *rb, const char *spec)
   int r;
   const char *id = rb->ceph_id;
   if (id != NULL && strncmp(id, "client.", 7) == 0) {
-    r = rados_create2(&rb->cluster, "ceph", id, 0);
+    r = rb->lib->rados_create2(&rb->cluster, "ceph", id, 0);
   } else {
-    r = rados_create(&rb->cluster, id);
+    r = rb->lib->rados_create(&rb->cluster, id);
   }
   if (r < 0) {
     rbd_log(LOG_ERROR, spec, "rados_create(%s): %s", id != NULL ? id : "admin", strerror(-r));
@@ -284,7 +293,7 @@ static int connect_cluster(struct rbd_backing *rb, const char *spec)
 
   /* The file named by --ceph-conf, else Ceph's own search ($CEPH_CONF,
    * /etc/ceph/ceph.conf, ~/.ceph/config, ./ceph.conf); then $CEPH_ARGS on top. */
-  r = rados_conf_read_file(rb->cluster, rb->ceph_conf);
+  r = rb->lib->rados_conf_read_file(rb->cluster, rb->ceph_conf);
   if (r < 0) {
     if (rb->ceph_conf != NULL) {
       rbd_log(LOG_ERROR, spec, "reading %s: %s", rb->ceph_conf, strerror(-r));
@@ -292,13 +301,13 @@ static int connect_cluster(struct rbd_backing *rb, const char *spec)
     }
     rbd_log(LOG_WARN, spec, "no ceph.conf found (%s); relying on CEPH_ARGS", strerror(-r));
   }
-  r = rados_conf_parse_env(rb->cluster, NULL);
+  r = rb->lib->rados_conf_parse_env(rb->cluster, NULL);
   if (r < 0) {
     rbd_log(LOG_ERROR, spec, "parsing CEPH_ARGS: %s", strerror(-r));
     return r;
   }
 
-  r = rados_connect(rb->cluster);
+  r = rb->lib->rados_connect(rb->cluster);
   if (r < 0) {
     rbd_log(LOG_ERROR, spec, "connecting to the cluster as %s: %s",
             id != NULL ? id : "client.admin", strerror(-r));
@@ -312,22 +321,22 @@ static int connect_cluster(struct rbd_backing *rb, const char *spec)
  * the watch, rbd_open_read_only). Returns 0 or -errno. */
 static int open_image(struct rbd_backing *rb, const char *spec)
 {
-  int r = rados_ioctx_create(rb->cluster, rb->pool, &rb->ioctx);
+  int r = rb->lib->rados_ioctx_create(rb->cluster, rb->pool, &rb->ioctx);
   if (r < 0) {
     rbd_log(LOG_ERROR, spec, "pool %s: %s", rb->pool, strerror(-r));
     return r;
   }
   rb->have_ioctx = true;
   if (rb->nspace != NULL) {
-    rados_ioctx_set_namespace(rb->ioctx, rb->nspace);
+    rb->lib->rados_ioctx_set_namespace(rb->ioctx, rb->nspace);
   }
 
   if (rb->snapshot) {
-    r = rbd_open_read_only(rb->ioctx, rb->name, &rb->image, rb->snap);
+    r = rb->lib->rbd_open_read_only(rb->ioctx, rb->name, &rb->image, rb->snap);
   } else {
-    r = rbd_open(rb->ioctx, rb->name, &rb->image, NULL);
+    r = rb->lib->rbd_open(rb->ioctx, rb->name, &rb->image, NULL);
     if (!rb->writable && (r == -EPERM || r == -EACCES)) {
-      r = rbd_open_read_only(rb->ioctx, rb->name, &rb->image, NULL);
+      r = rb->lib->rbd_open_read_only(rb->ioctx, rb->name, &rb->image, NULL);
       if (r == 0) {
         rbd_log(LOG_WARN, spec, "%s", "opened without a header watch (the caps allow no "
                 "writes): resizes by other clients are not seen");
@@ -347,7 +356,8 @@ static int open_image(struct rbd_backing *rb, const char *spec)
  * Connects as opts->ceph_id (NULL: client.admin) with opts->ceph_conf (NULL: Ceph's search)
  * and $CEPH_ARGS, opens the image (a snapshot, or any image when opts->read_only, refuses
  * writes), reads its size (bytes) and registers the header watch. Returns 0 and *out, or
- * -errno: -EINVAL (bad spec), -ENOENT (no ceph.conf at the given path, no keyring, no such
+ * -errno: -EINVAL (bad spec), -ELIBACC (librados or librbd cannot be loaded: logged with
+ * the loader's reason), -ENOENT (no ceph.conf at the given path, no keyring, no such
  * pool, image or snapshot), -EACCES (authentication or caps), -ETIMEDOUT (no mon answered
  * within client_mount_timeout), -ENOMEM, or another librados/librbd error. Blocks for the
  * round trips to the cluster. Main thread only. */
@@ -370,6 +380,12 @@ int backing_rbd_open(const char *spec, const struct backing_options *opts,
       rbd_log(LOG_ERROR, spec, "%s",
               "expected POOL/IMAGE[@SNAP] or POOL/NAMESPACE/IMAGE[@SNAP]");
     }
+    goto fail;
+  }
+  char why[256];
+  r = rbd_lib_load(&rb->lib, why, sizeof why);
+  if (r < 0) {
+    rbd_log(LOG_ERROR, spec, "%s (Debian's package librbd1 provides it)", why);
     goto fail;
   }
   rb->snapshot = rb->snap != NULL;
@@ -402,13 +418,13 @@ int backing_rbd_open(const char *spec, const struct backing_options *opts,
   }
 
   uint64_t size;
-  r = rbd_get_size(rb->image, &size);
+  r = rb->lib->rbd_get_size(rb->image, &size);
   if (r < 0) {
     rbd_log(LOG_ERROR, spec, "rbd_get_size: %s", strerror(-r));
     goto fail;
   }
   uint64_t features = 0;
-  if (rbd_get_features(rb->image, &features) < 0) {
+  if (rb->lib->rbd_get_features(rb->image, &features) < 0) {
     features = 0;
   }
   rb->base.geo = (struct backing_geometry){
@@ -428,7 +444,7 @@ int backing_rbd_open(const char *spec, const struct backing_options *opts,
   };
 
   if (!rb->snapshot) {
-    r = rbd_update_watch(rb->image, &rb->watch_handle, header_changed, rb);
+    r = rb->lib->rbd_update_watch(rb->image, &rb->watch_handle, header_changed, rb);
     if (r < 0) {
       /* Not fatal: refresh_size still works. */
       rbd_log(LOG_WARN, spec, "rbd_update_watch: %s (resizes seen only on refresh)",
@@ -523,7 +539,8 @@ static ssize_t block_status_call(void *arg)
   int r;
 
   op->extent_count = 0;
-  r = rbd_diff_iterate2(rb->image, NULL, op->offset, op->length, 1, 1, extent_report, &fill);
+  r = rb->lib->rbd_diff_iterate2(rb->image, NULL, op->offset, op->length, 1, 1, extent_report,
+                                 &fill);
   if (r < 0) {
     return map_error(rb, r);
   }
@@ -572,8 +589,8 @@ static void rbd_complete(rbd_completion_t c, void *arg)
 {
   struct backing_op *op = arg;
   struct rbd_backing *rb = (struct rbd_backing *)op->owner;
-  ssize_t r = rbd_aio_get_return_value(c);
-  rbd_aio_release(c);
+  ssize_t r = rb->lib->rbd_aio_get_return_value(c);
+  rb->lib->rbd_aio_release(c);
 
   if (r < 0) {
     op->done(op, map_error(rb, r));
@@ -589,14 +606,14 @@ static void rbd_complete(rbd_completion_t c, void *arg)
       rb->base.opts.sync != SYNC_NONE) {
     rbd_completion_t fc;
     op->progress = STAGE_FLUSH;
-    int e = rbd_aio_create_completion(op, rbd_complete, &fc);
+    int e = rb->lib->rbd_aio_create_completion(op, rbd_complete, &fc);
     if (e < 0) {
       op->done(op, map_error(rb, e));
       return;
     }
-    e = rbd_aio_flush(rb->image, fc);
+    e = rb->lib->rbd_aio_flush(rb->image, fc);
     if (e < 0) {
-      rbd_aio_release(fc);
+      rb->lib->rbd_aio_release(fc);
       op->done(op, map_error(rb, e));
     }
     return;
@@ -641,27 +658,27 @@ static int rbd_submit(struct backing *b, struct backing_op *op)
   }
 
   rbd_completion_t c;
-  int r = rbd_aio_create_completion(op, rbd_complete, &c);
+  int r = rb->lib->rbd_aio_create_completion(op, rbd_complete, &c);
   if (r < 0) {
     return map_error(rb, r);
   }
   switch (op->type) {
   case BACKING_OP_READ:
-    r = rbd_aio_read(rb->image, op->offset, (size_t)op->length, op->buf, c);
+    r = rb->lib->rbd_aio_read(rb->image, op->offset, (size_t)op->length, op->buf, c);
     break;
   case BACKING_OP_WRITE:
-    r = rbd_aio_write2(rb->image, op->offset, (size_t)op->length, op->buf, c, 0);
+    r = rb->lib->rbd_aio_write2(rb->image, op->offset, (size_t)op->length, op->buf, c, 0);
     break;
   case BACKING_OP_FLUSH:
-    r = rbd_aio_flush(rb->image, c);
+    r = rb->lib->rbd_aio_flush(rb->image, c);
     break;
   case BACKING_OP_TRIM:
-    r = rbd_aio_discard(rb->image, op->offset, op->length, c);
+    r = rb->lib->rbd_aio_discard(rb->image, op->offset, op->length, c);
     break;
   case BACKING_OP_WRITE_ZEROES: {
     int zflags = (op->flags & BACKING_FLAG_NO_HOLE) != 0 ? RBD_WRITE_ZEROES_FLAG_THICK_PROVISION
                                                          : 0;
-    r = rbd_aio_write_zeroes(rb->image, op->offset, (size_t)op->length, c, zflags, 0);
+    r = rb->lib->rbd_aio_write_zeroes(rb->image, op->offset, (size_t)op->length, c, zflags, 0);
     break;
   }
   default:
@@ -669,7 +686,7 @@ static int rbd_submit(struct backing *b, struct backing_op *op)
     break;
   }
   if (r < 0) {
-    rbd_aio_release(c);
+    rb->lib->rbd_aio_release(c);
     return map_error(rb, r);
   }
   return 0;

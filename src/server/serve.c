@@ -382,6 +382,15 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
     return 2;
   }
   if (rc == 0 && info.costly) {
+    char why[256];
+    rc = backing_spec_load(cfg->path, why, sizeof why);
+    if (rc == -ELIBACC) {
+      fprintf(stderr, "diskgate serve: %s: %s (Debian's package librbd1 provides it)\n",
+              cfg->path_shown, why);
+      return 1;
+    }
+  }
+  if (rc == 0 && info.costly) {
     /* Opened by the first NBD_OPT_GO (issue 5: nothing expensive before a client
      * negotiates); a snapshot is read-only by nature, even without --read-only. */
     rc = export_create_lazy(cfg->export_name, cfg->path, &opts,
