@@ -382,10 +382,11 @@ int backing_rbd_open(const char *spec, const struct backing_options *opts,
     }
     goto fail;
   }
-  char why[256];
+  char why[512];
   r = rbd_lib_load(&rb->lib, why, sizeof why);
   if (r < 0) {
-    rbd_log(LOG_ERROR, spec, "%s (Debian's package librbd1 provides it)", why);
+    char shown[LOG_SHOWN_MAX];
+    rbd_log(LOG_ERROR, spec, "%s", log_escape_str(shown, sizeof shown, why));
     goto fail;
   }
   rb->snapshot = rb->snap != NULL;

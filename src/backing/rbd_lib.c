@@ -9,8 +9,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#define RBD_LIB_RADOS "librados.so.2"
-#define RBD_LIB_RBD   "librbd.so.1"
+#include <assert.h>
+
+/* The sonames, and the Debian packages that provide them. */
+#define RBD_LIB_RADOS     "librados.so.2"
+#define RBD_LIB_RADOS_PKG "librados2"
+#define RBD_LIB_RBD       "librbd.so.1"
+#define RBD_LIB_RBD_PKG   "librbd1"
 
 /* One function of the table: its name in the library and its member's offset. */
 struct rbd_lib_sym {
@@ -57,7 +62,7 @@ _Static_assert(sizeof(void (*)(void)) == sizeof(void *), "dlsym's pointers fit a
 /* Written once, by rbd_lib_once under the once-control; read-only after. */
 static struct rbd_lib rbd_lib_table;
 static int rbd_lib_status;
-static char rbd_lib_reason[256];
+static char rbd_lib_reason[512];
 static pthread_once_t rbd_lib_once_control = PTHREAD_ONCE_INIT;
 
 /* Records a failure: status -ELIBACC and "what: dlerror()". */
@@ -75,12 +80,12 @@ static void rbd_lib_once(void)
    * cannot be resolved fails here, once, not in the middle of a request. */
   void *rados = dlopen(RBD_LIB_RADOS, RTLD_NOW | RTLD_LOCAL);
   if (rados == NULL) {
-    rbd_lib_fail("cannot load " RBD_LIB_RADOS);
+    rbd_lib_fail("cannot load " RBD_LIB_RADOS " (Debian's package " RBD_LIB_RADOS_PKG ")");
     return;
   }
   void *rbd = dlopen(RBD_LIB_RBD, RTLD_NOW | RTLD_LOCAL);
   if (rbd == NULL) {
-    rbd_lib_fail("cannot load " RBD_LIB_RBD);
+    rbd_lib_fail("cannot load " RBD_LIB_RBD " (Debian's package " RBD_LIB_RBD_PKG ")");
     return;
   }
   for (size_t i = 0; i < sizeof rbd_lib_syms / sizeof rbd_lib_syms[0]; i++) {
@@ -88,13 +93,19 @@ static void rbd_lib_once(void)
     (void)dlerror();
     void *p = dlsym(s->rados ? rados : rbd, s->name);
     if (p == NULL) {
-      char what[96];
-      snprintf(what, sizeof what, "%s has no %s",
-               s->rados ? RBD_LIB_RADOS : RBD_LIB_RBD, s->name);
+      char what[160];
+      snprintf(what, sizeof what, "%s has no %s (older than the Ceph headers diskgate was "
+               "built with)", s->rados ? RBD_LIB_RADOS : RBD_LIB_RBD, s->name);
       rbd_lib_fail(what);
       return;
     }
     memcpy((char *)&rbd_lib_table + s->offset, &p, sizeof p);
+  }
+  /* Every member filled: rbd_lib_syms names each one once (the size assert counts them). */
+  for (size_t off = 0; off < sizeof rbd_lib_table; off += sizeof(void *)) {
+    void *p;
+    memcpy(&p, (const char *)&rbd_lib_table + off, sizeof p);
+    assert(p != NULL);
   }
   rbd_lib_status = 0;
 }

@@ -3,7 +3,7 @@
  * diskgate is built against Ceph's headers but not linked with its libraries, so a
  * server that serves only files never maps them: linked, librbd and librados (with
  * libceph-common and their C++ static initialisers) added about 18 MiB to every server's
- * resident size and about 10 ms to every start, whether or not an export used them
+ * resident size and about 13 ms to every start, whether or not an export used them
  * (docs/performance.md, T6). qemu does the same with its block-rbd module.
  *
  * The sonames are Debian 12's (package librbd1): librados.so.2 and librbd.so.1. The
@@ -52,7 +52,9 @@ struct rbd_lib {
  * return the first call's result; the libraries stay loaded until exit). Returns 0 and
  * *out (never NULL; immutable, so any thread may read it), or -ELIBACC when a library
  * cannot be loaded or lacks a function; then *out is NULL and, when why is not NULL,
- * why[0..len) holds the loader's reason (dlerror), NUL-terminated. Any thread. */
+ * why[0..len) holds one line: the library, the Debian package that provides it or the
+ * missing function, and the loader's reason (dlerror), NUL-terminated, not escaped (it
+ * may hold a path from LD_LIBRARY_PATH). Any thread. */
 int rbd_lib_load(const struct rbd_lib **out, char *why, size_t len);
 
 #endif

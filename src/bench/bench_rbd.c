@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backing/backing.h"
 #include "bench/bench_guest.h"
 #include "bench/bench_proc.h"
 #include "bench/bench_rbd.h"
@@ -69,6 +70,13 @@ int bench_rbd_check(const struct bench_env *env, const struct bench_config *cfg,
                           "DISKGATE_SRCDIR), and no --ceph-conf", CLUSTER_SCRIPT);
       return -ENOTSUP;
     }
+  }
+  /* diskgate's rows: librados and librbd are loaded at run time (backing/rbd_lib.h) */
+  char load_why[512];
+  if (cfg->server == BENCH_SERVER_DISKGATE &&
+      backing_spec_load("rbd:", load_why, sizeof load_why) < 0) {
+    bench_fmt(why, len, "%s", load_why);
+    return -ENOTSUP;
   }
   if (cfg->server == BENCH_SERVER_QEMU_NBD && bench_proc_have_tool("qemu-img") &&
       !qemu_has_rbd()) {

@@ -15,9 +15,10 @@
 bool bench_rbd_is_row(const struct bench_config *cfg);
 
 /* Checks that RBD row cfg can run here: diskgate built with librbd, the rbd CLI, and either
- * --ceph-conf readable or the Ceph daemons and scripts/ceph-cluster.sh present; for
- * qemu-nbd-rbd also QEMU's rbd driver. Returns 0, or -ENOTSUP after writing the reason (one
- * short clause, no newline) into why (len bytes). Touches nothing. */
+ * --ceph-conf readable or the Ceph daemons and scripts/ceph-cluster.sh present; for a
+ * diskgate row, librados and librbd loadable (backing_spec_load: this loads them into the
+ * bench process); for qemu-nbd-rbd, QEMU's rbd driver. Returns 0, or -ENOTSUP after writing the reason (one
+ * short clause, no newline) into why (len bytes). Touches no file or cluster. */
 int bench_rbd_check(const struct bench_env *env, const struct bench_config *cfg, char *why,
                     size_t len);
 

@@ -382,12 +382,13 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
     return 2;
   }
   if (rc == 0 && info.costly) {
-    char why[256];
+    /* Its libraries now (librbd: backing/rbd_lib.h), so that a missing one fails here. */
+    char why[512], shown[LOG_SHOWN_MAX];
     rc = backing_spec_load(cfg->path, why, sizeof why);
-    if (rc == -ELIBACC) {
-      fprintf(stderr, "diskgate serve: %s: %s (Debian's package librbd1 provides it)\n",
-              cfg->path_shown, why);
-      return 1;
+    if (rc < 0) {
+      fprintf(stderr, "diskgate serve: %s: %s\n", cfg->path_shown,
+              rc == -ELIBACC ? log_escape_str(shown, sizeof shown, why) : strerror(-rc));
+      return cli_startup_status(rc);
     }
   }
   if (rc == 0 && info.costly) {

@@ -1,7 +1,8 @@
 #!/bin/bash
 # rss-startup.sh LINKED NEW IMAGE ROUNDS: two diskgate binaries, one linked with librbd and
 # librados (before) and one loading them at run time (after), in ROUNDS interleaved rounds:
-#  - start-up: `diskgate --version`, 20 runs under perf stat (mean elapsed, task-clock);
+#  - start-up: `diskgate --version`: the mean task-clock of 20 runs under perf stat -r 20,
+#    then the mean wall time of 20 more runs timed with date (printed in that order);
 #  - idle RSS: `diskgate serve --cache direct --sync full` of IMAGE, 1 s after it listens;
 #  - T6's load for 20 s (bench/compare's memory_check: fio's nbd engine, randrw 4K,
 #    16 jobs x iodepth 64, one Unix socket): the largest VmRSS, RssAnon and RssFile sampled
@@ -41,7 +42,7 @@ serve_load() { # BIN -> "max_rss anon file"
   kill $p; wait $p 2>/dev/null || true
 }
 
-startup() { # BIN -> "elapsed_ms task_clock_ms"
+startup() { # BIN -> "task_clock_ms wall_ms"
   perf stat -r 20 -x, -e task-clock "$1" --version 2>&1 >/dev/null |
     awk -F, '/task-clock/ { tc = $1 } END { printf "%.2f", tc }'
   local t0 t1
