@@ -8,6 +8,7 @@
 #include "backing/file.h"
 #ifdef DISKGATE_HAVE_RBD
 #include "backing/rbd.h"
+#include "backing/rbd_lib.h"
 #endif
 
 int backing_open(const char *spec, const struct backing_options *opts, struct backing **out)
@@ -42,7 +43,8 @@ int backing_spec_load(const char *spec, char *why, size_t len)
 {
   if (strncmp(spec, "rbd:", 4) == 0) {
 #ifdef DISKGATE_HAVE_RBD
-    return backing_rbd_load(why, len);
+    const struct rbd_lib *lib;
+    return rbd_lib_load(&lib, why, len);
 #else
     (void)why;
     (void)len;

@@ -205,13 +205,6 @@ int backing_rbd_spec_check(const char *spec, struct backing_spec_info *info)
   return r;
 }
 
-/* See rbd.h. */
-int backing_rbd_load(char *why, size_t len)
-{
-  const struct rbd_lib *lib;
-  return rbd_lib_load(&lib, why, len);
-}
-
 /* Frees everything rb holds, in the reverse order of backing_rbd_open. */
 static void rbd_free(struct rbd_backing *rb)
 {

@@ -11,11 +11,6 @@
 int backing_rbd_open(const char *spec, const struct backing_options *opts,
                      struct backing **out);
 
-/* Loads librados and librbd (backing/rbd_lib.h), once per process, without connecting:
- * what backing_rbd_open will need. Returns 0, or -ELIBACC with the loader's reason in
- * why[0..len) (NUL-terminated; why may be NULL). Any thread. */
-int backing_rbd_load(char *why, size_t len);
-
 /* Checks "POOL/IMAGE[@SNAP]" without connecting: info->costly is true, info->read_only for
  * a snapshot. Returns 0, -EINVAL (malformed) or -ENOMEM. */
 int backing_rbd_spec_check(const char *spec, struct backing_spec_info *info);

@@ -6,7 +6,7 @@
  * resident size and about 13 ms to every start, whether or not an export used them
  * (docs/performance.md, T6). qemu does the same with its block-rbd module.
  *
- * The sonames are Debian 12's (package librbd1): librados.so.2 and librbd.so.1. The
+ * The sonames are Debian 12's: librados.so.2 (librados2) and librbd.so.1 (librbd1). The
  * table's members have the names and the types (from <rados/librados.h> and
  * <rbd/librbd.h>) of the functions they point to, so a call reads as the library's own:
  * lib->rbd_open(...). Built only with DISKGATE_HAVE_RBD.
@@ -19,34 +19,47 @@
 #include <rados/librados.h>
 #include <rbd/librbd.h>
 
-/* One member per librados/librbd function that backing/rbd.c calls. */
-struct rbd_lib {
-  __typeof__(rados_create) *rados_create;
-  __typeof__(rados_create2) *rados_create2;
-  __typeof__(rados_conf_read_file) *rados_conf_read_file;
-  __typeof__(rados_conf_parse_env) *rados_conf_parse_env;
-  __typeof__(rados_connect) *rados_connect;
-  __typeof__(rados_ioctx_create) *rados_ioctx_create;
-  __typeof__(rados_ioctx_set_namespace) *rados_ioctx_set_namespace;
-  __typeof__(rados_ioctx_destroy) *rados_ioctx_destroy;
-  __typeof__(rados_shutdown) *rados_shutdown;
-  __typeof__(rbd_open) *rbd_open;
-  __typeof__(rbd_open_read_only) *rbd_open_read_only;
-  __typeof__(rbd_close) *rbd_close;
-  __typeof__(rbd_get_size) *rbd_get_size;
-  __typeof__(rbd_get_features) *rbd_get_features;
-  __typeof__(rbd_update_watch) *rbd_update_watch;
-  __typeof__(rbd_update_unwatch) *rbd_update_unwatch;
-  __typeof__(rbd_diff_iterate2) *rbd_diff_iterate2;
-  __typeof__(rbd_aio_create_completion) *rbd_aio_create_completion;
-  __typeof__(rbd_aio_get_return_value) *rbd_aio_get_return_value;
-  __typeof__(rbd_aio_release) *rbd_aio_release;
-  __typeof__(rbd_aio_read) *rbd_aio_read;
-  __typeof__(rbd_aio_write2) *rbd_aio_write2;
-  __typeof__(rbd_aio_flush) *rbd_aio_flush;
-  __typeof__(rbd_aio_discard) *rbd_aio_discard;
-  __typeof__(rbd_aio_write_zeroes) *rbd_aio_write_zeroes;
+/* Which library holds a function: an index into rbd_lib.c's list of sonames. */
+enum rbd_lib_file {
+  RBD_LIB_IN_RADOS, /* librados.so.2 */
+  RBD_LIB_IN_RBD,   /* librbd.so.1 */
 };
+
+/* Every librados/librbd function that backing/rbd.c calls, once: X(FILE, NAME). Both the
+ * table below and rbd_lib.c's list of symbols to look up are made from it. */
+#define RBD_LIB_FUNCTIONS(X)                     \
+  X(RBD_LIB_IN_RADOS, rados_create)              \
+  X(RBD_LIB_IN_RADOS, rados_create2)             \
+  X(RBD_LIB_IN_RADOS, rados_conf_read_file)      \
+  X(RBD_LIB_IN_RADOS, rados_conf_parse_env)      \
+  X(RBD_LIB_IN_RADOS, rados_connect)             \
+  X(RBD_LIB_IN_RADOS, rados_ioctx_create)        \
+  X(RBD_LIB_IN_RADOS, rados_ioctx_set_namespace) \
+  X(RBD_LIB_IN_RADOS, rados_ioctx_destroy)       \
+  X(RBD_LIB_IN_RADOS, rados_shutdown)            \
+  X(RBD_LIB_IN_RBD, rbd_open)                    \
+  X(RBD_LIB_IN_RBD, rbd_open_read_only)          \
+  X(RBD_LIB_IN_RBD, rbd_close)                   \
+  X(RBD_LIB_IN_RBD, rbd_get_size)                \
+  X(RBD_LIB_IN_RBD, rbd_get_features)            \
+  X(RBD_LIB_IN_RBD, rbd_update_watch)            \
+  X(RBD_LIB_IN_RBD, rbd_update_unwatch)          \
+  X(RBD_LIB_IN_RBD, rbd_diff_iterate2)           \
+  X(RBD_LIB_IN_RBD, rbd_aio_create_completion)   \
+  X(RBD_LIB_IN_RBD, rbd_aio_get_return_value)    \
+  X(RBD_LIB_IN_RBD, rbd_aio_release)             \
+  X(RBD_LIB_IN_RBD, rbd_aio_read)                \
+  X(RBD_LIB_IN_RBD, rbd_aio_write2)              \
+  X(RBD_LIB_IN_RBD, rbd_aio_flush)               \
+  X(RBD_LIB_IN_RBD, rbd_aio_discard)             \
+  X(RBD_LIB_IN_RBD, rbd_aio_write_zeroes)
+
+/* One member per function of RBD_LIB_FUNCTIONS, of its type, under its name. */
+#define RBD_LIB_MEMBER(file, fn) __typeof__(fn) *fn;
+struct rbd_lib {
+  RBD_LIB_FUNCTIONS(RBD_LIB_MEMBER)
+};
+#undef RBD_LIB_MEMBER
 
 /* Loads both libraries and every member of the table, once per process (later calls
  * return the first call's result; the libraries stay loaded until exit). Returns 0 and

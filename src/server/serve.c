@@ -382,7 +382,10 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
     return 2;
   }
   if (rc == 0 && info.costly) {
-    /* Its libraries now (librbd: backing/rbd_lib.h), so that a missing one fails here. */
+    /* Opened by the first NBD_OPT_GO (issue 5: nothing expensive before a client
+     * negotiates); a snapshot is read-only by nature, even without --read-only. Its
+     * libraries are loaded now (librbd: backing/rbd_lib.h), so that a missing one fails
+     * here. */
     char why[512], shown[LOG_SHOWN_MAX];
     rc = backing_spec_load(cfg->path, why, sizeof why);
     if (rc < 0) {
@@ -390,10 +393,6 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
               rc == -ELIBACC ? log_escape_str(shown, sizeof shown, why) : strerror(-rc));
       return cli_startup_status(rc);
     }
-  }
-  if (rc == 0 && info.costly) {
-    /* Opened by the first NBD_OPT_GO (issue 5: nothing expensive before a client
-     * negotiates); a snapshot is read-only by nature, even without --read-only. */
     rc = export_create_lazy(cfg->export_name, cfg->path, &opts,
                             cfg->opts.read_only || info.read_only, cfg->opts.sync, out);
     if (rc < 0) {
