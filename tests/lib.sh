@@ -54,10 +54,14 @@ free_port() {
 # Sets DG_PID, DG_SOCK, DG_PORT, DG_LOG, DG_TCP (nbd://...) and DG_UNIX (nbd+unix://...),
 # for the export named by --export (default "").
 dg_start() {
-  DG_SOCK=$T/dg.$RANDOM.sock
+  # Names from a counter, not $RANDOM: two live servers of one test must never share a
+  # socket or pid file (1 in 16384 did, and the second refused to start).
+  DG_N=$((${DG_N:-0} + 1))
+  DG_SOCK=$T/dg.$BASHPID.$DG_N.sock
   DG_PORT=$(free_port)
-  DG_LOG=$T/dg.$RANDOM.log
-  local pidf=$T/dg.$RANDOM.pid
+  DG_LOG=$T/dg.$BASHPID.$DG_N.log
+  local pidf=$T/dg.$BASHPID.$DG_N.pid
+  [ ! -e "$DG_SOCK" ] && [ ! -e "$pidf" ] || fail "dg_start: $DG_SOCK or its pid file exists already"
   local name="" a prev=""
   for a in "$@"; do [ "$prev" = "--export" ] && name=$a; prev=$a; done
   "$DISKGATE" serve --socket "$DG_SOCK" --listen "127.0.0.1:$DG_PORT" --pid-file "$pidf" \

@@ -38,8 +38,10 @@ enumerate_run() { # sync-mode expect(pass|fail)
   rm -f "$IMG"; truncate -s 8M "$IMG"
   dg_start --sync "$mode" "faulty:$IMG"
   faults "rule delay write ms=4 jitter=1" "rule delay flush ms=6 jitter=1" record >/dev/null
-  $WL run "$DG_UNIX" "$T/log.json" --unique --ops 50 --slots 2048 --seed $RANDOM ||
-    fail "workload (--sync $mode)"
+  local seed=$RANDOM
+  echo "workload seed $seed (--sync $mode)"   # so that a failure can be run again
+  $WL run "$DG_UNIX" "$T/log.json" --unique --ops 50 --slots 2048 --seed "$seed" ||
+    fail "workload (--sync $mode, seed $seed)"
   $WL enumerate "$DISKGATE_TEST_FAULTS" "$T/log.json" "$T" >"$T/enum.txt" || rc=$?
   cat "$T/enum.txt"
   faults clear >/dev/null

@@ -16,8 +16,8 @@ export PYTHONDONTWRITEBYTECODE=1   # no __pycache__ in the source tree
 
 truncate -s 1M "$T/a.img" "$T/b.img"
 mkdir "$T/dir"
-port=$(free_port)
-L=(--socket "$T/bad.sock" --listen "127.0.0.1:$port")   # so nothing would use the defaults
+# Port 0: the kernel picks one at bind time, so no later free_port can hand out the same one.
+L=(--socket "$T/bad.sock" --listen "127.0.0.1:0")   # so nothing would use the defaults
 failures=0
 
 # no command at all, and an unknown one: one line too (it printed the 4-line usage)
@@ -59,11 +59,11 @@ bad "'--export' needs a value" "${L[@]}" --export
 # a forgotten value: the next option is not taken as it (it served a writable export named
 # "--read-only", or made a socket named "--read-only")
 bad "'--export' needs a value, not the option '--read-only'" "${L[@]}" --export --read-only "$T/a.img"
-bad "'--socket' needs a value, not the option '--read-only'" --listen "127.0.0.1:$port" --socket --read-only "$T/a.img"
+bad "'--socket' needs a value, not the option '--read-only'" --listen "127.0.0.1:0" --socket --read-only "$T/a.img"
 # an empty path or name (--socket '' was taken for the working directory, "the path exists
 # and is not a socket")
 for opt in --socket --pid-file --tls-certificates --tls-psk --ceph-conf --ceph-id; do
-  bad "$opt needs a" --listen "127.0.0.1:$port" "$opt" '' "$T/a.img"
+  bad "$opt needs a" --listen "127.0.0.1:0" "$opt" '' "$T/a.img"
   grep -q "not an empty" "$T/err" || { cat "$T/err" >&2; failures=$((failures + 1)); }
 done
 # an empty --listen listened on the default 127.0.0.1:10809
@@ -117,7 +117,7 @@ dg_stop
 dg_start "$T/a.img"    # a running server: its file and its socket are taken
 bad "$T/a.img"    "${L[@]}" "$T/a.img"
 grep -qiE "served|lock|in use|busy" "$T/err" || { cat "$T/err" >&2; fail "already-served message does not say why"; }
-bad "$DG_SOCK"    --socket "$DG_SOCK" --listen "127.0.0.1:$port" "$T/b.img"
+bad "$DG_SOCK"    --socket "$DG_SOCK" --listen "127.0.0.1:0" "$T/b.img"
 assert_eq "$(nbdinfo --size "$DG_UNIX")" 1048576 "the first server after the refused ones"
 dg_stop
 # An unknown command with a newline in it: one line, exit 2.
