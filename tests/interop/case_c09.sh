@@ -76,7 +76,7 @@ umount "$T/mnt"
 wait "$fuse_pid" || fail "nbdfuse exited non-zero"
 dg_stop
 # $T's random suffix is taken out first: it could spell "fail" itself.
-sed "s|$T|T|g" "$DG_LOG" | grep -qi "error\|fail" &&
+sed "s|$T|T|g" "$DG_LOG" | grep -i "error\|fail" >/dev/null &&
   { cat "$DG_LOG" >&2; fail "the server logged an error during mkfs"; }
 e2fsck -fn "$T/fs.img" >"$T/fsck.out" 2>&1 || { cat "$T/fsck.out" >&2; fail "e2fsck of the file system made through nbdfuse"; }
 
