@@ -84,7 +84,7 @@ def fake_fio(*a, **k):
 
 
 compare.Server = FakeServer
-compare.cpu_seconds = lambda pid: 0.0
+compare.cpu_times = lambda pid: (0.0, 0.0)
 compare.fio = fake_fio
 compare.warm_page_cache = lambda path: events.append("warm")
 compare.flush_page_cache = lambda path: events.append("sync")
@@ -119,6 +119,16 @@ check("host buffered fsynced write", cell_events("host", {"buffered": 1}, "randw
       ["fio", "sync"])
 check("host direct read", cell_events("host", {}, "randread"), ["fio"])
 check("host batched write", cell_events("host", {"batched": 1}, "randwrite"), ["fio"])
+
+# A server cell's CPU per I/O is user + system; its system share is the kernel's part (one
+# I/O, a window of the whole wall time, so no scaling: CPU seconds become µs).
+times = iter([(1.0, 2.0), (4.0, 8.0)])
+compare.cpu_times = lambda pid: next(times)
+opts = types.SimpleNamespace(file="/nonexistent/compare.img", runtime=3600, diskgate_args="")
+got = compare.measure(opts, "qemu-nbd", {"shared": 1}, "randread", "4k", 32)
+check("server CPU per I/O: user + system", got["cpu_us_per_io"], 9e6)
+check("server CPU per I/O: the system share", got["cpu_sys_us_per_io"], 6e6)
+compare.cpu_times = lambda pid: (0.0, 0.0)
 
 # warm_page_cache reads every byte of the file (counted by /proc/self/io's rchar).
 fresh = load_compare("bench_compare2")  # the module above has stubs in it
