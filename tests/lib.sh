@@ -109,3 +109,14 @@ dg_tmpfs_umount() { umount -l "$MNT" 2>/dev/null; umount -l "$TFS" 2>/dev/null; 
 
 # mkrandom FILE SIZE_BYTES: a file of random bytes.
 mkrandom() { head -c "$2" /dev/urandom >"$1"; }
+
+# flip_byte FILE OFFSET: changes the byte at OFFSET (bytes) in FILE in place, to a value it
+# cannot already have (old + 1, mod 256); a negative control's one-byte corruption. A
+# constant written instead equals a random byte 1 time in 256 (CI failed that way once).
+flip_byte() {
+  local old
+  old=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ')
+  [[ "$old" =~ ^[0-9]+$ ]] || fail "flip_byte: $1 has no byte at offset $2"
+  printf "\\$(printf '%03o' $(((old + 1) % 256)))" |
+    dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}

@@ -1,5 +1,5 @@
 # tests/guest/ext4lib.sh: the guest ext4 check shared by tests/guest/test-guest-ext4.sh and
-# tests/rbd/guest.sh. Source it after tests/lib.sh (it uses T, fail, pass, mkrandom).
+# tests/rbd/guest.sh. Source it after tests/lib.sh (it uses T, fail, pass, mkrandom, flip_byte).
 #
 # The caller sets FILES (paths relative to the root of the guest's file system) and EXP (the
 # folder of the expected files), makes the files the guest makes itself in $EXP, then:
@@ -76,15 +76,13 @@ ext4_check_image() {
 # copy of IMAGE); ext4_check_image must then fail, naming big.bin (the check would pass
 # vacuously if debugfs or the hashing were broken). Fails the test otherwise.
 ext4_negative_control() {
-  local img=$1 copy=$2 blk bsize old
+  local img=$1 copy=$2 blk bsize
   cp --sparse=always "$img" "$copy"
   blk=$(debugfs -R "bmap /big.bin 300" "$copy" 2>/dev/null)
   bsize=$(debugfs -R "stats" "$copy" 2>/dev/null | awk -F: '/^Block size/ { print $2 + 0 }')
   [[ "$blk" =~ ^[0-9]+$ ]] && [ "$blk" -gt 0 ] && [ "${bsize:-0}" -gt 0 ] ||
     fail "negative control: cannot locate big.bin's data (block '$blk', block size '$bsize')"
-  old=$(od -An -tu1 -j $((blk * bsize + 100)) -N1 "$copy" | tr -d ' ')
-  printf "\\$(printf '%03o' $(((old + 1) % 256)))" |
-    dd of="$copy" bs=1 seek=$((blk * bsize + 100)) conv=notrunc status=none
+  flip_byte "$copy" $((blk * bsize + 100))
   if ext4_check_image "$copy" 2>"$T/negative.txt"; then
     fail "negative control: a corrupted image passed the check"
   fi
