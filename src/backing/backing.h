@@ -135,6 +135,10 @@ struct backing {
   struct backing_geometry geo;
   struct backing_options opts;
   char *description; /* human text for NBD_INFO_DESCRIPTION, owned */
+  /* A remark on how the open went (an optional extra it left out, and why), for the log
+   * once start-up has succeeded: a server that cannot start then says only why (one line);
+   * "" for none. Set by the open, read by serve.c's start-up. */
+  char start_note[192];
 };
 
 /* Opens the backing named by `spec`: "rbd:POOL/IMAGE[@SNAP]" for Ceph, anything else a

@@ -254,7 +254,8 @@ static int reopen_same(const struct file_backing *fb, const char *path, int flag
  * file description of the same file (reopen_same), read-only: fsync and fdatasync need no
  * write access. When they cannot be opened (no descriptors left, say), or opening them would
  * leave fewer than FD_BUDGET_RESERVE descriptors free (fd_budget.h), the backing has
- * channel 0 only, with one line in the log: syncs then run one at a time. */
+ * channel 0 only, and base.start_note says so for the start-up log: syncs then run one at a
+ * time. */
 static void sync_channels_open(struct file_backing *fb, const char *path)
 {
   unsigned n = fb->base.opts.read_only || fb->base.opts.sync == SYNC_NONE
@@ -266,14 +267,16 @@ static void sync_channels_open(struct file_backing *fb, const char *path)
   if (n > 1 && !fd_budget_allows(n - 1)) {
     /* the listeners and the first connections come first (fd_budget.h) */
     char why[128];
-    log_info("file: %s: syncs run one at a time, not concurrently",
+    snprintf(fb->base.start_note, sizeof fb->base.start_note,
+             "file: %s: syncs run one at a time, not concurrently",
              fd_budget_describe(why, sizeof why));
     return;
   }
   for (unsigned i = 1; i < n; i++) {
     int fd = reopen_same(fb, path, O_RDONLY);
     if (fd < 0) {
-      log_info("file: cannot open the image again for concurrent syncs (%s); syncs run one "
+      snprintf(fb->base.start_note, sizeof fb->base.start_note,
+               "file: cannot open the image again for concurrent syncs (%s); syncs run one "
                "at a time", strerror(-fd));
       sync_channels_close(fb);
       return;

@@ -219,3 +219,49 @@ size_t nbd_rep_meta_context_encode(uint8_t *out, uint32_t context_id, const char
   memcpy(out + 4, name, len);
   return 4 + len;
 }
+
+const char *nbd_option_name(uint32_t option)
+{
+  static const char *const names[] = {
+      NULL,
+      "NBD_OPT_EXPORT_NAME",
+      "NBD_OPT_ABORT",
+      "NBD_OPT_LIST",
+      "NBD_OPT_PEEK_EXPORT",
+      "NBD_OPT_STARTTLS",
+      "NBD_OPT_INFO",
+      "NBD_OPT_GO",
+      "NBD_OPT_STRUCTURED_REPLY",
+      "NBD_OPT_LIST_META_CONTEXT",
+      "NBD_OPT_SET_META_CONTEXT",
+      "NBD_OPT_EXTENDED_HEADERS",
+  };
+  if (option < sizeof names / sizeof names[0] && names[option] != NULL) {
+    return names[option];
+  }
+  return "an unknown option";
+}
+
+const char *nbd_rep_error_name(uint32_t type)
+{
+  static const char *const names[] = {
+      NULL,
+      "NBD_REP_ERR_UNSUP",
+      "NBD_REP_ERR_POLICY",
+      "NBD_REP_ERR_INVALID",
+      "NBD_REP_ERR_PLATFORM",
+      "NBD_REP_ERR_TLS_REQD",
+      "NBD_REP_ERR_UNKNOWN",
+      "NBD_REP_ERR_SHUTDOWN",
+      "NBD_REP_ERR_BLOCK_SIZE_REQD",
+      "NBD_REP_ERR_TOO_BIG",
+      "NBD_REP_ERR_EXT_HEADER_REQD",
+  };
+  uint32_t n = type & ~NBD_REP_FLAG_ERROR;
+
+  if ((type & NBD_REP_FLAG_ERROR) != 0 && n < sizeof names / sizeof names[0] &&
+      names[n] != NULL) {
+    return names[n];
+  }
+  return "an unknown error reply";
+}

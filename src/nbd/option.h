@@ -116,4 +116,10 @@ size_t nbd_export_name_reply_encode(uint8_t out[134], uint64_t size,
  * Returns true when valid. */
 bool nbd_block_size_valid(uint32_t minimum, uint32_t preferred, uint32_t maximum);
 
+/* Names for logs, as doc/proto.md spells them: the option's ("NBD_OPT_GO"; "an unknown
+ * option" for a number the spec does not define) and the error reply's ("NBD_REP_ERR_INVALID";
+ * "an unknown error reply" otherwise). Static strings. */
+const char *nbd_option_name(uint32_t option);
+const char *nbd_rep_error_name(uint32_t type);
+
 #endif

@@ -14,6 +14,7 @@
 #include "server/tls.h"
 #include "server/transport.h"
 #include "util/log.h"
+#include "util/log_rate.h"
 
 /* Options longer than this are not read: up to DRAIN_LIMIT they are skipped and refused
  * with NBD_REP_ERR_TOO_BIG; beyond it the connection is closed (case C03). */
@@ -31,9 +32,19 @@ static int reply_send(struct conn *c, uint32_t option, uint32_t type, const void
   return transport_writev_full(&c->transport, iov, length > 0 ? 2 : 1);
 }
 
-/* An error reply with a human-readable message (no NUL, at most 4096 bytes). */
+/* An error reply with a human-readable message (no NUL, at most 4096 bytes), and one log
+ * line naming the option, the reply and the message. A client can repeat a refused option
+ * as fast as it reads the replies, so the lines are thinned out as refused requests' are
+ * (log_rate.h, counted in c->refusals); NBD_REP_ERR_SHUTDOWN, which every client gets while
+ * the server stops, only at --verbose. Returns reply_send's result: 0 or -errno. */
 static int reply_error(struct conn *c, uint32_t option, uint32_t type, const char *msg)
 {
+  const char *more = "";
+
+  if (type == NBD_REP_ERR_SHUTDOWN || log_rate_allows(&c->refusals, "refusals", &more)) {
+    log_msg(type == NBD_REP_ERR_SHUTDOWN ? LOG_DEBUG : LOG_INFO, "%s: %s (%u) refused with %s: %s%s",
+            c->peer, nbd_option_name(option), option, nbd_rep_error_name(type), msg, more);
+  }
   return reply_send(c, option, type, msg, (uint32_t)strlen(msg));
 }
 
@@ -90,12 +101,17 @@ static int option_info_go(struct conn *c, uint32_t option, const uint8_t *payloa
   }
   e = server_find_export(c->server, req.name, req.name_length);
   if (e == NULL) {
+    static const char msg[] = "unknown export";
     char name[96];
-    /* libnbd's tools ask with NBD_OPT_INFO and then NBD_OPT_GO: the two lines differ */
-    log_info("%s: client asked for unknown export '%s' (%s)", c->peer,
-             log_escape(name, sizeof name, req.name, req.name_length),
-             option == NBD_OPT_GO ? "NBD_OPT_GO" : "NBD_OPT_INFO");
-    return reply_error(c, option, NBD_REP_ERR_UNKNOWN, "unknown export");
+    const char *more;
+    /* libnbd's tools ask with NBD_OPT_INFO and then NBD_OPT_GO: the two lines differ. The
+     * line names the export, so it stands for reply_error's. */
+    if (log_rate_allows(&c->refusals, "refusals", &more)) {
+      log_info("%s: client asked for unknown export '%s' (%s)%s", c->peer,
+               log_escape(name, sizeof name, req.name, req.name_length),
+               nbd_option_name(option), more);
+    }
+    return reply_send(c, option, NBD_REP_ERR_UNKNOWN, msg, sizeof msg - 1);
   }
   /* A lazy export's backing (a Ceph image) is opened by the first INFO or GO naming it;
    * if that fails the export is "not available" (NBD_REP_ERR_UNKNOWN) and the client may
@@ -326,6 +342,18 @@ static int option_dispatch(struct conn *c, uint32_t option, const uint8_t *paylo
   }
 }
 
+/* One line when the peer closed the connection in the middle of an option: its header
+ * (option NULL) or the data of `option` (a name from nbd_option_name). Other read errors are
+ * logged by server.c (the handshake deadline, TLS errors). */
+static void log_cut_short(const struct conn *c, const char *option, int rc)
+{
+  if (rc == -ECONNRESET) {
+    log_info("%s: peer closed the connection in the middle of %s%s; closing", c->peer,
+             option == NULL ? "an option header" : "the data of ",
+             option == NULL ? "" : option);
+  }
+}
+
 int handshake_run(struct conn *c)
 {
   uint8_t greeting[NBD_GREETING_SIZE];
@@ -358,8 +386,15 @@ int handshake_run(struct conn *c)
   for (;;) {
     struct nbd_option_header opt;
 
-    rc = transport_read_full(&c->transport, hdr, sizeof hdr);
+    /* The first byte alone: a peer gone before it closed between options (server.c logs
+     * that at --verbose, as port probes do it); one gone after it cut an option short. */
+    rc = transport_read_full(&c->transport, hdr, 1);
     if (rc < 0) {
+      break;
+    }
+    rc = transport_read_full(&c->transport, hdr + 1, sizeof hdr - 1);
+    if (rc < 0) {
+      log_cut_short(c, NULL, rc);
       break;
     }
     if (nbd_option_header_decode(hdr, &opt) < 0) {
@@ -375,7 +410,9 @@ int handshake_run(struct conn *c)
         break;
       }
       rc = transport_discard(&c->transport, opt.length);
-      if (rc == 0 && tls_required_for(c, opt.option)) {
+      if (rc < 0) {
+        log_cut_short(c, nbd_option_name(opt.option), rc);
+      } else if (rc == 0 && tls_required_for(c, opt.option)) {
         rc = reply_error(c, opt.option, NBD_REP_ERR_TLS_REQD,
                          "TLS is required: send NBD_OPT_STARTTLS first");
       } else if (rc == 0) {
@@ -388,6 +425,7 @@ int handshake_run(struct conn *c)
     }
     rc = transport_read_full(&c->transport, payload, opt.length);
     if (rc < 0) {
+      log_cut_short(c, nbd_option_name(opt.option), rc);
       break;
     }
     rc = option_dispatch(c, opt.option, payload, opt.length);

@@ -530,8 +530,8 @@ static void print_listeners(const struct serve_config *cfg, const struct listene
   fflush(stdout);
 }
 
-/* Logs what is served and how (one line, and the limits, TLS and --sync none warnings),
- * once start-up has succeeded. */
+/* Logs what is served and how (one line, and the backing's start-up note, the limits, TLS
+ * and --sync none warnings), once start-up has succeeded. */
 static void log_serving(const struct serve_config *cfg, const struct export *e)
 {
   char size[48] = "opened at the first NBD_OPT_GO";
@@ -543,6 +543,9 @@ static void log_serving(const struct serve_config *cfg, const struct export *e)
            cfg->path_shown, e->log_name, size, sync_mode_name(cfg->opts.sync),
            cache_mode_name(cfg->opts.cache), engine_kind_name(cfg->engine), cfg->threads,
            cfg->threads == 1 ? "" : "s", e->read_only ? ", read-only" : "");
+  if (export_is_attached(e) && e->backing->start_note[0] != '\0') {
+    log_info("%s", e->backing->start_note);
+  }
   if (cfg->max_connections != 0) {
     log_info("at most %u connection%s open at once (--max-connections)", cfg->max_connections,
              cfg->max_connections == 1 ? "" : "s");

@@ -10,6 +10,7 @@
 #include "server/durability.h"
 #include "util/bytes.h"
 #include "util/log.h"
+#include "util/log_rate.h"
 
 /* Most block status descriptors in one reply (the spec: SHOULD NOT exceed 2^20). */
 #define BLOCK_STATUS_MAX_EXTENTS 16384u
@@ -34,27 +35,6 @@ struct nbd_export_limits txn_limits(const struct conn *c)
     .min_block = c->server->unaligned_error && c->block_size_sent ? c->export->min_block : 1,
   };
   return limits;
-}
-
-/* Counts one more event of a kind (`what`, plural: "failures") on a connection and says
- * whether to log it: the first LOG_RATE_FIRST, then one in LOG_RATE_EVERY. *suffix is text
- * to end the line with ("" or a note that later ones are thinned out). Any thread. */
-#define LOG_RATE_FIRST 10u
-#define LOG_RATE_EVERY 1000u
-static bool log_rate_allows(atomic_uint *count, const char *what, const char **suffix)
-{
-  static _Thread_local char note[96];
-  unsigned n = atomic_fetch_add(count, 1) + 1;
-
-  *suffix = "";
-  if (n == LOG_RATE_FIRST) {
-    snprintf(note, sizeof note, " (further %s are logged once per %u)", what, LOG_RATE_EVERY);
-    *suffix = note;
-  } else if (n > LOG_RATE_FIRST) {
-    snprintf(note, sizeof note, " (%u more %s)", LOG_RATE_EVERY, what);
-    *suffix = note;
-  }
-  return n <= LOG_RATE_FIRST || n % LOG_RATE_EVERY == 0;
 }
 
 uint32_t txn_check(struct conn *c, const struct nbd_export_limits *limits,

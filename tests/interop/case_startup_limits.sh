@@ -2,8 +2,8 @@
 # Start-up under a tiny open-files limit (RLIMIT_NOFILE), limits 3 to 40 in turn, for four
 # command lines (--threads 2, so that the limits do not depend on the machine's CPUs). At
 # each limit `diskgate serve` either serves a client (nbdinfo reads the size) or exits 1
-# with one error line naming the limit ("the open-files limit, ulimit -Hn, is N"), nothing
-# on stdout and no socket file; once a limit serves, every higher one does; and at 40 it
+# with one error line naming the limit ("the open-files limit, ulimit -Hn, is N") and
+# nothing else on stderr, nothing on stdout and no socket file; once a limit serves, every higher one does; and at 40 it
 # has taken its optional extras (concurrent sync channels, and with io_uring the event
 # loops: no "only N more files can be opened" line). Faults this catches:
 # - exit 2 (a bad command line) when opening the image, a listener or an existing pid file
@@ -13,6 +13,9 @@
 #   the image's concurrent sync channels left no descriptor for the listener ("cannot
 #   listen", exit 1, where 8 served), and at 16 the event loops left none for connections
 #   (a server that printed its URI and closed every connection at accept);
+# - a start that failed for want of files printed, before its error line, an info line about
+#   the sync channels it had left out (helper-67): the note now waits for a start that
+#   succeeds;
 # - with --tls-psk, a server that printed its URI at the lowest limit with room for the
 #   connection's socket but not for the PSK file its TLS handshake reads: every client
 #   failed the handshake.
@@ -77,6 +80,8 @@ for how in socket name pidfile psk; do
     [ "$rc" = 1 ] || fail "$how, ulimit -n $n: exit $rc, want 1: $(cat "$T/err")"
     [ "$(grep -c '^diskgate serve: ' "$T/err")" = 1 ] ||
       fail "$how, ulimit -n $n: want one error line: $(cat "$T/err")"
+    [ "$(wc -l <"$T/err")" = 1 ] ||
+      fail "$how, ulimit -n $n: want nothing but the error line: $(cat "$T/err")"
     grep -q "the open-files limit, ulimit -Hn, is $n)" "$T/err" ||
       fail "$how, ulimit -n $n: the line does not name the limit: $(cat "$T/err")"
     [ -s "$T/out" ] && fail "$how, ulimit -n $n: printed on stdout: $(cat "$T/out")"

@@ -708,6 +708,27 @@ static void test_rule10_block_size_maximum_rejects(void **state)
   assert_false(nbd_block_size_valid(1, 512, 511));
 }
 
+/* The names in the log's refusal lines (handshake.c): the spec's spelling for every option
+ * and error reply it defines, a plain phrase for numbers it does not, never NULL. */
+static void test_option_and_rep_error_names(void **state)
+{
+  (void)state;
+  assert_string_equal(nbd_option_name(NBD_OPT_EXPORT_NAME), "NBD_OPT_EXPORT_NAME");
+  assert_string_equal(nbd_option_name(NBD_OPT_GO), "NBD_OPT_GO");
+  assert_string_equal(nbd_option_name(NBD_OPT_EXTENDED_HEADERS), "NBD_OPT_EXTENDED_HEADERS");
+  assert_string_equal(nbd_option_name(0), "an unknown option");
+  assert_string_equal(nbd_option_name(12), "an unknown option");
+  assert_string_equal(nbd_option_name(0xFFFFFFFFu), "an unknown option");
+  assert_string_equal(nbd_rep_error_name(NBD_REP_ERR_UNSUP), "NBD_REP_ERR_UNSUP");
+  assert_string_equal(nbd_rep_error_name(NBD_REP_ERR_INVALID), "NBD_REP_ERR_INVALID");
+  assert_string_equal(nbd_rep_error_name(NBD_REP_ERR_EXT_HEADER_REQD),
+                      "NBD_REP_ERR_EXT_HEADER_REQD");
+  assert_string_equal(nbd_rep_error_name(NBD_REP_ERR_EXT_HEADER_REQD + 1),
+                      "an unknown error reply");
+  assert_string_equal(nbd_rep_error_name(3), "an unknown error reply"); /* no error bit */
+  assert_string_equal(nbd_rep_error_name(NBD_REP_FLAG_ERROR), "an unknown error reply");
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -749,6 +770,7 @@ int main(void)
       cmocka_unit_test(test_rule10_block_size_minimum_rejects),
       cmocka_unit_test(test_rule10_block_size_preferred_rejects),
       cmocka_unit_test(test_rule10_block_size_maximum_rejects),
+      cmocka_unit_test(test_option_and_rep_error_names),
   };
 
   return cmocka_run_group_tests(tests, NULL, NULL);
