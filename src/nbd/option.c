@@ -220,48 +220,44 @@ size_t nbd_rep_meta_context_encode(uint8_t *out, uint32_t context_id, const char
   return 4 + len;
 }
 
+/* names[i], or `unknown` past the end of the table or at a number it leaves out. */
+static const char *name_at(const char *const *names, size_t count, uint32_t i,
+                           const char *unknown)
+{
+  return i < count && names[i] != NULL ? names[i] : unknown;
+}
+
+#define NAME_OF(x) [x] = #x
+
 const char *nbd_option_name(uint32_t option)
 {
   static const char *const names[] = {
-      NULL,
-      "NBD_OPT_EXPORT_NAME",
-      "NBD_OPT_ABORT",
-      "NBD_OPT_LIST",
-      "NBD_OPT_PEEK_EXPORT",
-      "NBD_OPT_STARTTLS",
-      "NBD_OPT_INFO",
-      "NBD_OPT_GO",
-      "NBD_OPT_STRUCTURED_REPLY",
-      "NBD_OPT_LIST_META_CONTEXT",
-      "NBD_OPT_SET_META_CONTEXT",
-      "NBD_OPT_EXTENDED_HEADERS",
+      NAME_OF(NBD_OPT_EXPORT_NAME),       NAME_OF(NBD_OPT_ABORT),
+      NAME_OF(NBD_OPT_LIST),              NAME_OF(NBD_OPT_PEEK_EXPORT),
+      NAME_OF(NBD_OPT_STARTTLS),          NAME_OF(NBD_OPT_INFO),
+      NAME_OF(NBD_OPT_GO),                NAME_OF(NBD_OPT_STRUCTURED_REPLY),
+      NAME_OF(NBD_OPT_LIST_META_CONTEXT), NAME_OF(NBD_OPT_SET_META_CONTEXT),
+      NAME_OF(NBD_OPT_EXTENDED_HEADERS),
   };
-  if (option < sizeof names / sizeof names[0] && names[option] != NULL) {
-    return names[option];
-  }
-  return "an unknown option";
+  return name_at(names, sizeof names / sizeof names[0], option, "an unknown option");
 }
+
+/* The error replies' numbers without NBD_REP_FLAG_ERROR, to index a table. */
+#define ERR_NAME_OF(x) [(x) & ~NBD_REP_FLAG_ERROR] = #x
 
 const char *nbd_rep_error_name(uint32_t type)
 {
   static const char *const names[] = {
-      NULL,
-      "NBD_REP_ERR_UNSUP",
-      "NBD_REP_ERR_POLICY",
-      "NBD_REP_ERR_INVALID",
-      "NBD_REP_ERR_PLATFORM",
-      "NBD_REP_ERR_TLS_REQD",
-      "NBD_REP_ERR_UNKNOWN",
-      "NBD_REP_ERR_SHUTDOWN",
-      "NBD_REP_ERR_BLOCK_SIZE_REQD",
-      "NBD_REP_ERR_TOO_BIG",
-      "NBD_REP_ERR_EXT_HEADER_REQD",
+      ERR_NAME_OF(NBD_REP_ERR_UNSUP),           ERR_NAME_OF(NBD_REP_ERR_POLICY),
+      ERR_NAME_OF(NBD_REP_ERR_INVALID),         ERR_NAME_OF(NBD_REP_ERR_PLATFORM),
+      ERR_NAME_OF(NBD_REP_ERR_TLS_REQD),        ERR_NAME_OF(NBD_REP_ERR_UNKNOWN),
+      ERR_NAME_OF(NBD_REP_ERR_SHUTDOWN),        ERR_NAME_OF(NBD_REP_ERR_BLOCK_SIZE_REQD),
+      ERR_NAME_OF(NBD_REP_ERR_TOO_BIG),         ERR_NAME_OF(NBD_REP_ERR_EXT_HEADER_REQD),
   };
-  uint32_t n = type & ~NBD_REP_FLAG_ERROR;
+  const char *unknown = "an unknown error reply";
 
-  if ((type & NBD_REP_FLAG_ERROR) != 0 && n < sizeof names / sizeof names[0] &&
-      names[n] != NULL) {
-    return names[n];
+  if ((type & NBD_REP_FLAG_ERROR) == 0) {
+    return unknown;
   }
-  return "an unknown error reply";
+  return name_at(names, sizeof names / sizeof names[0], type & ~NBD_REP_FLAG_ERROR, unknown);
 }

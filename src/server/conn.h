@@ -42,6 +42,10 @@ struct conn {
   size_t inflight_bytes;       /* their buffers (txn.h: TXN_INFLIGHT_BYTES_MAX) */
   atomic_uint failures;        /* requests that failed in the backing (log rate limit) */
   atomic_uint refusals;        /* requests refused before the backing (log rate limit) */
+  atomic_uint option_refusals; /* options refused in the handshake (log rate limit) */
+  const char *handshake_cut;   /* set by handshake_run when a read of an option failed: the
+                                  option's name (nbd_option_name), or "" for its header;
+                                  server.c logs it if the peer closed (not the server) */
   struct txn_pool pool;        /* idle requests and buffers for reuse (txn_pool.h) */
   bool send_failed;            /* a reply could not be sent: stop reading */
   bool closing;                /* the reader is done: the writer exits once drained */

@@ -35,15 +35,16 @@ static int reply_send(struct conn *c, uint32_t option, uint32_t type, const void
 /* An error reply with a human-readable message (no NUL, at most 4096 bytes), and one log
  * line naming the option, the reply and the message. A client can repeat a refused option
  * as fast as it reads the replies, so the lines are thinned out as refused requests' are
- * (log_rate.h, counted in c->refusals); NBD_REP_ERR_SHUTDOWN, which every client gets while
- * the server stops, only at --verbose. Returns reply_send's result: 0 or -errno. */
+ * (log_rate.h, counted in c->option_refusals); NBD_REP_ERR_SHUTDOWN, which every client
+ * gets while the server stops, only at --verbose. Returns reply_send's result: 0 or -errno. */
 static int reply_error(struct conn *c, uint32_t option, uint32_t type, const char *msg)
 {
+  bool stopping = type == NBD_REP_ERR_SHUTDOWN;
   const char *more = "";
 
-  if (type == NBD_REP_ERR_SHUTDOWN || log_rate_allows(&c->refusals, "refusals", &more)) {
-    log_msg(type == NBD_REP_ERR_SHUTDOWN ? LOG_DEBUG : LOG_INFO, "%s: %s (%u) refused with %s: %s%s",
-            c->peer, nbd_option_name(option), option, nbd_rep_error_name(type), msg, more);
+  if (stopping || log_rate_allows(&c->option_refusals, "refusals", &more)) {
+    log_msg(stopping ? LOG_DEBUG : LOG_INFO, "%s: %s (%u) refused with %s: %s%s", c->peer,
+            nbd_option_name(option), option, nbd_rep_error_name(type), msg, more);
   }
   return reply_send(c, option, type, msg, (uint32_t)strlen(msg));
 }
@@ -106,7 +107,7 @@ static int option_info_go(struct conn *c, uint32_t option, const uint8_t *payloa
     const char *more;
     /* libnbd's tools ask with NBD_OPT_INFO and then NBD_OPT_GO: the two lines differ. The
      * line names the export, so it stands for reply_error's. */
-    if (log_rate_allows(&c->refusals, "refusals", &more)) {
+    if (log_rate_allows(&c->option_refusals, "refusals", &more)) {
       log_info("%s: client asked for unknown export '%s' (%s)%s", c->peer,
                log_escape(name, sizeof name, req.name, req.name_length),
                nbd_option_name(option), more);
@@ -117,8 +118,10 @@ static int option_info_go(struct conn *c, uint32_t option, const uint8_t *payloa
    * if that fails the export is "not available" (NBD_REP_ERR_UNKNOWN) and the client may
    * retry. */
   if (export_attach(e) < 0) {
-    return reply_error(c, option, NBD_REP_ERR_UNKNOWN,
-                       "export unavailable: its backing cannot be opened (see the server log)");
+    /* export_attach has logged why: no second line for the same event */
+    static const char msg[] =
+        "export unavailable: its backing cannot be opened (see the server log)";
+    return reply_send(c, option, NBD_REP_ERR_UNKNOWN, msg, sizeof msg - 1);
   }
   rc = send_info(c, option, e, &req);
   if (rc < 0) {
@@ -342,18 +345,6 @@ static int option_dispatch(struct conn *c, uint32_t option, const uint8_t *paylo
   }
 }
 
-/* One line when the peer closed the connection in the middle of an option: its header
- * (option NULL) or the data of `option` (a name from nbd_option_name). Other read errors are
- * logged by server.c (the handshake deadline, TLS errors). */
-static void log_cut_short(const struct conn *c, const char *option, int rc)
-{
-  if (rc == -ECONNRESET) {
-    log_info("%s: peer closed the connection in the middle of %s%s; closing", c->peer,
-             option == NULL ? "an option header" : "the data of ",
-             option == NULL ? "" : option);
-  }
-}
-
 int handshake_run(struct conn *c)
 {
   uint8_t greeting[NBD_GREETING_SIZE];
@@ -387,14 +378,15 @@ int handshake_run(struct conn *c)
     struct nbd_option_header opt;
 
     /* The first byte alone: a peer gone before it closed between options (server.c logs
-     * that at --verbose, as port probes do it); one gone after it cut an option short. */
+     * that at --verbose only, as port probes do it); one gone after it cut an option short
+     * (c->handshake_cut, logged by server.c). */
     rc = transport_read_full(&c->transport, hdr, 1);
     if (rc < 0) {
       break;
     }
     rc = transport_read_full(&c->transport, hdr + 1, sizeof hdr - 1);
     if (rc < 0) {
-      log_cut_short(c, NULL, rc);
+      c->handshake_cut = ""; /* server.c logs it, unless the server closed it */
       break;
     }
     if (nbd_option_header_decode(hdr, &opt) < 0) {
@@ -411,7 +403,7 @@ int handshake_run(struct conn *c)
       }
       rc = transport_discard(&c->transport, opt.length);
       if (rc < 0) {
-        log_cut_short(c, nbd_option_name(opt.option), rc);
+        c->handshake_cut = nbd_option_name(opt.option);
       } else if (rc == 0 && tls_required_for(c, opt.option)) {
         rc = reply_error(c, opt.option, NBD_REP_ERR_TLS_REQD,
                          "TLS is required: send NBD_OPT_STARTTLS first");
@@ -425,7 +417,7 @@ int handshake_run(struct conn *c)
     }
     rc = transport_read_full(&c->transport, payload, opt.length);
     if (rc < 0) {
-      log_cut_short(c, nbd_option_name(opt.option), rc);
+      c->handshake_cut = nbd_option_name(opt.option);
       break;
     }
     rc = option_dispatch(c, opt.option, payload, opt.length);

@@ -77,6 +77,12 @@ static void *conn_main(void *arg)
   } else if (rc == -ETIMEDOUT) {
     log_info("%s: handshake not finished within %u s; closing", c->peer,
              s->handshake_timeout_s);
+  } else if (rc == -ECONNRESET && c->handshake_cut != NULL && !atomic_load(&s->stopping)) {
+    /* the peer's close, not the server's shutdown (deadline, eviction and stop changed rc
+     * above or set stopping): one line */
+    log_info("%s: peer closed the connection in the middle of %s%s; closing", c->peer,
+             c->handshake_cut[0] == '\0' ? "an option header" : "the data of ",
+             c->handshake_cut);
   } else if (rc == -ECONNRESET) {
     log_debug("%s: peer closed during the handshake", c->peer);
   } else if (rc == -EBADMSG) { /* transport.h: only a TLS read returns it */

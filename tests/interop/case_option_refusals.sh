@@ -5,8 +5,9 @@
 # replies were answered correctly but left no line). A client that repeats a refused option
 # is thinned out as refused requests are: the first 10 lines, then one per 1000. A client that
 # closes in the middle of an option (its header or its data) gets one line; one that closes
-# between options (a port probe) none at the default level. A bad request magic is a warning
-# under either engine.
+# between options (a port probe) none at the default level, and the server's own close
+# (its stop, the handshake deadline) is not logged as the peer's. A bad request magic is a
+# warning under either engine.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"
 export PYTHONDONTWRITEBYTECODE=1
@@ -98,9 +99,42 @@ PY
 want_line "warning: unix:$DG_SOCK#"
 grep -E "warning: .*: bad request magic; closing the connection" "$DG_LOG" >/dev/null ||
   { cat "$DG_LOG" >&2; fail "the bad request magic is not a warning"; }
+# The server's own close is not the peer's: a client stalled in the middle of an option
+# header while the server stops gets no "peer closed" line (helper-68: the drain's shutdown
+# read as the peer's EOF).
+PYTHONPATH=$HERE $PY - "$DG_SOCK" <<'PY' &
+import sys, time
+from nbdraw import *
+c = Raw(unix=sys.argv[1])
+c.greeting()
+c.send_client_flags(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES)
+c.send(option_header(OPT_GO, 20)[:1])
+time.sleep(3)
+PY
+stalled=$!
+sleep 0.5
 dg_stop
+wait "$stalled" || true
+assert_eq "$(grep -c "in the middle of" "$DG_LOG")" 2 "cut-short lines after a stop with a stalled option"
 assert_eq "$(grep -c "(98) refused with NBD_REP_ERR_UNSUP" "$DG_LOG")" $((10 + N / 1000)) \
   "log lines for $N refused options"
 grep -qF "(98) refused with NBD_REP_ERR_UNSUP: option not supported (1000 more refusals)" "$DG_LOG" ||
   fail "no line counts a thousand more refusals"
+# Nor when the handshake deadline closes a connection stalled in an option header: one line,
+# the deadline's.
+truncate -s 1M "$T/b.img"
+dg_start --handshake-timeout 1 "$T/b.img"
+PYTHONPATH=$HERE $PY - "$DG_SOCK" <<'PY' || fail "the stalled option header"
+import sys
+from nbdraw import *
+c = Raw(unix=sys.argv[1])
+c.greeting()
+c.send_client_flags(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES)
+c.send(option_header(OPT_GO, 20)[:1])
+assert c.closed_by_server(5.0), "the deadline did not close the stalled handshake"
+print("the deadline closed a handshake stalled in an option header")
+PY
+want_line "handshake not finished within 1 s; closing"
+dg_stop
+assert_eq "$(grep -c "peer closed" "$DG_LOG")" 0 "peer-closed lines for a handshake the deadline closed"
 pass "refused options: one line each, thinned out in a flood; cut-short options logged"
