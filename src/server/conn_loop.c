@@ -68,10 +68,7 @@ static struct io_uring_sqe *sqe_get(struct loop *l)
   return sqe;
 }
 
-/* Stops reading requests from c (the replies still go out), logging `why` at `level` when it
- * is not NULL: a warning for what the client or the machine did wrong, as the threads engine
- * logs the same events (conn.c). Loop thread. */
-static void reading_stop(struct conn *c, enum log_level level, const char *why)
+static void reading_stop(struct conn *c, const char *why)
 {
   struct lconn *lc = c->loop_state;
 
@@ -79,7 +76,7 @@ static void reading_stop(struct conn *c, enum log_level level, const char *why)
     return;
   }
   if (why != NULL) {
-    log_msg(level, "%s: %s", c->peer, why);
+    log_info("%s: %s", c->peer, why);
   }
   admit_ending(c); /* a client waiting at --max-connections may have its place */
   lc->reading_done = true;
@@ -170,7 +167,10 @@ static void refuse(struct conn *c, const struct nbd_request *req, uint32_t error
   struct conn_req *r = txn_refusal(c, req, error, message);
 
   if (r == NULL) {
-    reading_stop(c, LOG_WARN, "out of memory; closing the connection");
+    /* a warning: the server, not the client, ends the connection (parse() calls this only
+     * while still reading, so reading_stop has logged nothing yet) */
+    log_warn("%s: out of memory; closing the connection", c->peer);
+    reading_stop(c, NULL);
     return;
   }
   lc->inflight++;
@@ -209,7 +209,8 @@ static void parse(struct conn *c)
     rc = c->extended_headers ? nbd_request_decode_extended(lc->rbuf + lc->rstart, &req)
                              : nbd_request_decode(lc->rbuf + lc->rstart, &req);
     if (rc < 0) {
-      reading_stop(c, LOG_WARN, "bad request magic; closing the connection");
+      log_warn("%s: bad request magic; closing the connection", c->peer); /* as conn.c */
+      reading_stop(c, NULL);
       break;
     }
     if (lc->inflight > 0 && req.type != NBD_CMD_DISC &&
@@ -221,13 +222,13 @@ static void parse(struct conn *c)
     lc->rstart += lc->header_size;
     avail -= lc->header_size;
     if (req.type == NBD_CMD_DISC) {
-      reading_stop(c, LOG_INFO, NULL); /* nothing to log: the client said goodbye */
+      reading_stop(c, NULL); /* nothing to log: the client said goodbye */
       break;
     }
     error = txn_check(c, &lc->limits, &req, &payload);
     if (error != NBD_SUCCESS) {
       if (txn_payload_too_large(payload)) {
-        reading_stop(c, LOG_INFO, NULL); /* txn_check logged it */
+        reading_stop(c, NULL); /* txn_check logged it */
         break;
       }
       lc->discard_left = payload; /* dropped as it arrives (spec rule 24) */
@@ -304,9 +305,9 @@ void conn_loop_on_recv(struct conn *c, int32_t res)
     /* EOF or an RST (a client that closed with SO_LINGER 0): the thread path logs both */
     if ((res == 0 || res == -ECONNRESET) && !lc->send_failed &&
         !atomic_load(&c->server->stopping)) {
-      reading_stop(c, LOG_INFO, "peer closed the connection without NBD_CMD_DISC");
+      reading_stop(c, "peer closed the connection without NBD_CMD_DISC");
     } else {
-      reading_stop(c, LOG_INFO, NULL);
+      reading_stop(c, NULL);
     }
     return; /* a WRITE cut short is dropped by conn_loop_advance (payload_abandon) */
   }
@@ -380,7 +381,7 @@ void conn_loop_on_send(struct conn *c, int32_t res)
   if (res < 0 && res != -EINTR && res != -EAGAIN) {
     lc->send_failed = true; /* the peer is gone: stop reading, drop every reply */
     shutdown(c->transport.fd, SHUT_RDWR);
-    reading_stop(c, LOG_INFO, NULL);
+    reading_stop(c, NULL);
     sending_release(c);
     while (lc->sendq != NULL) {
       struct conn_req *r = lc->sendq;

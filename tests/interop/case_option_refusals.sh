@@ -17,9 +17,7 @@ dg_start "$T/a.img"
 PYTHONPATH=$HERE $PY - "$DG_SOCK" <<'PY' || fail "the refused options"
 import struct, sys
 from nbdraw import *
-c = Raw(unix=sys.argv[1])
-c.greeting()
-c.send_client_flags(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES)
+c = Raw.haggling(unix=sys.argv[1])
 cases = [
     (OPT_GO, b"", REP_ERR_INVALID),
     (OPT_GO, struct.pack(">I", 3) + b"a\0b" + struct.pack(">H", 0), REP_ERR_INVALID),
@@ -53,14 +51,10 @@ assert_eq "$(grep -c "refused with NBD_REP_ERR" "$DG_LOG")" 7 "lines for 7 refus
 PYTHONPATH=$HERE $PY - "$DG_SOCK" <<'PY' || fail "the connections cut short"
 import sys
 from nbdraw import *
-def opened():
-    c = Raw(unix=sys.argv[1])
-    c.greeting()
-    c.send_client_flags(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES)
-    return c
-c = opened(); c.send(option_header(OPT_GO, 20)[:7]); c.s.close()   # no NBD_CMD_DISC
-c = opened(); c.send(option_header(OPT_GO, 100) + b"\0" * 10); c.s.close()
-c = opened(); c.option_replies(OPT_LIST); c.s.close()
+sock = sys.argv[1]
+c = Raw.haggling(unix=sock); c.send(option_header(OPT_GO, 20)[:7]); c.s.close()  # not c.close(): no NBD_CMD_DISC
+c = Raw.haggling(unix=sock); c.send(option_header(OPT_GO, 100) + b"\0" * 10); c.s.close()
+c = Raw.haggling(unix=sock); c.option_replies(OPT_LIST); c.s.close()
 print("three connections closed by the client")
 PY
 want_line "peer closed the connection in the middle of an option header; closing"
@@ -74,9 +68,7 @@ PYTHONPATH=$HERE $PY - "$DG_SOCK" "$N" <<'PY' || fail "the flood of refused opti
 import sys
 from nbdraw import *
 n = int(sys.argv[2])
-c = Raw(unix=sys.argv[1])
-c.greeting()
-c.send_client_flags(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES)
+c = Raw.haggling(unix=sys.argv[1])
 for batch in range(n // 500):
     c.send(b"".join(option_header(98, 0) for _ in range(500)))
     for i in range(500):
@@ -105,9 +97,7 @@ grep -E "warning: .*: bad request magic; closing the connection" "$DG_LOG" >/dev
 PYTHONPATH=$HERE $PY - "$DG_SOCK" <<'PY' &
 import sys, time
 from nbdraw import *
-c = Raw(unix=sys.argv[1])
-c.greeting()
-c.send_client_flags(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES)
+c = Raw.haggling(unix=sys.argv[1])
 c.send(option_header(OPT_GO, 20)[:1])
 time.sleep(3)
 PY
@@ -127,9 +117,7 @@ dg_start --handshake-timeout 1 "$T/b.img"
 PYTHONPATH=$HERE $PY - "$DG_SOCK" <<'PY' || fail "the stalled option header"
 import sys
 from nbdraw import *
-c = Raw(unix=sys.argv[1])
-c.greeting()
-c.send_client_flags(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES)
+c = Raw.haggling(unix=sys.argv[1])
 c.send(option_header(OPT_GO, 20)[:1])
 assert c.closed_by_server(5.0), "the deadline did not close the stalled handshake"
 print("the deadline closed a handshake stalled in an option header")

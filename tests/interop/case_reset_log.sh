@@ -13,9 +13,7 @@ for engine in uring threads; do
   PYTHONPATH=$HERE $PY - "$DG_PORT" <<'PY' || fail "$engine: the resetting client"
 import socket, struct, sys
 from nbdraw import *
-c = Raw(tcp=("127.0.0.1", int(sys.argv[1])))
-c.greeting()
-c.send_client_flags(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES)
+c = Raw.haggling(tcp=("127.0.0.1", int(sys.argv[1])))
 c.export_name("disk", True)
 c.s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 c.s.close()  # RST

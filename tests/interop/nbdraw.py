@@ -62,11 +62,18 @@ class Raw(Conn):
         return self.size, self.tflags
 
     @classmethod
-    def negotiated(cls, unix=None, tcp=None, name=""):
-        """A connection in transmission phase (fixed newstyle + NO_ZEROES, NBD_OPT_GO)."""
+    def haggling(cls, unix=None, tcp=None):
+        """A connection in option haggling: the greeting read, fixed newstyle (+ NO_ZEROES
+        when the server offers it) sent."""
         c = cls(unix=unix, tcp=tcp)
         flags = c.greeting()
         c.send_client_flags(FLAG_FIXED_NEWSTYLE | (flags & FLAG_NO_ZEROES))
+        return c
+
+    @classmethod
+    def negotiated(cls, unix=None, tcp=None, name=""):
+        """A connection in transmission phase (haggling, then NBD_OPT_GO)."""
+        c = cls.haggling(unix=unix, tcp=tcp)
         c.go(name)
         return c
 
