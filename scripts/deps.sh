@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages diskgate needs to build, test and benchmark.
+# Installs the Debian 12 packages diskgate needs to build, demo, test and benchmark.
 # Idempotent: installs only what is missing; safe to run many times.
-# Usage: scripts/deps.sh [--list] [build|test|bench|ceph|all]   (default: test)
+# Usage: scripts/deps.sh [--list] [build|demo|test|bench|ceph|all]   (default: test)
+#   build  compile diskgate and its man pages (what plain `make` installs)
+#   demo   build + what scripts/demo.sh runs (`make demo`)
+#   test   demo + the test suite's tools
+#   bench  test + the lab's extras (qemu's rbd driver, valgrind, perf)
+#   ceph   build + the throw-away Ceph cluster the rbd tests start
+#   all    everything (`make check`)
 # --list prints the set's packages, one per line, and installs nothing.
 set -euo pipefail
 
@@ -12,21 +18,26 @@ if [ "${1:-}" = --list ]; then
 fi
 want="${1:-test}"
 
-build_pkgs=(gcc make meson ninja-build pkg-config liburing-dev libcjson-dev libgnutls28-dev)
-test_pkgs=(libcmocka-dev libnbd-bin nbdkit fio qemu-utils qemu-system-x86 busybox-static
-           e2fsprogs cpio xz-utils zstd kmod util-linux strace python3 python3-libnbd libnbd-dev gnutls-bin clang libclang-rt-14-dev
-           squashfs-tools fdisk)
+# librbd-dev: the headers RBD support is compiled against (librados and librbd are loaded at
+# run time, only by an rbd: export); the Ceph daemons are test packages, not build ones.
+build_pkgs=(gcc make meson ninja-build pkg-config liburing-dev libcjson-dev libgnutls28-dev
+            librbd-dev scdoc)
+demo_pkgs=(e2fsprogs python3 libnbd-bin qemu-utils qemu-system-x86 busybox-static cpio kmod
+           xz-utils zstd util-linux)
+test_pkgs=("${demo_pkgs[@]}" libcmocka-dev nbdkit fio strace python3-libnbd libnbd-dev gnutls-bin
+           clang libclang-rt-14-dev squashfs-tools fdisk man-db)
 bench_pkgs=(qemu-block-extra valgrind linux-perf)
-ceph_pkgs=(ceph-mon ceph-osd ceph-common librbd-dev uuid-runtime)
+ceph_pkgs=(ceph-mon ceph-osd ceph-common uuid-runtime)
 
 pkgs=("${build_pkgs[@]}")
 case "$want" in
   build) ;;
+  demo) pkgs+=("${demo_pkgs[@]}") ;;
   test) pkgs+=("${test_pkgs[@]}") ;;
   bench) pkgs+=("${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
   ceph) pkgs+=("${ceph_pkgs[@]}") ;;
   all) pkgs+=("${test_pkgs[@]}" "${bench_pkgs[@]}" "${ceph_pkgs[@]}") ;;
-  *) echo "deps.sh: unknown set '$want' (build|test|bench|ceph|all)" >&2; exit 2 ;;
+  *) echo "deps.sh: unknown set '$want' (build|demo|test|bench|ceph|all)" >&2; exit 2 ;;
 esac
 if [ "$list" = 1 ]; then
   printf '%s\n' "${pkgs[@]}"
