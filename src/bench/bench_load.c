@@ -207,6 +207,10 @@ static void load_run(const cJSON *o, struct bench_sample *s)
   s->ios = num(o, "ios");
   s->p99_us = num(o, "p99_us");
   s->fsync_p99_us = num(o, "fsync_p99_us");
+  s->p50_us = num(o, "p50_us");
+  s->client_sys_us = num(o, "client_sys_us_per_io");
+  s->rss_max_kib = num(o, "rss_max_kib");
+  s->rss_growth_kib = num(o, "rss_growth_kib");
   s->cpu_server_s = num(o, "cpu_server_s");
   s->cpu_client_s = num(o, "cpu_client_s");
   s->cpu_per_kio = num(o, "cpu_per_unit");

@@ -1,0 +1,184 @@
+/* bench_variants.c: --diskgate PATH[:ARGS] rows (see bench_variants.h). */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <wordexp.h>
+
+#include "bench/bench_util.h"
+#include "bench/bench_variants.h"
+#include "util/log.h"
+
+struct variant {
+  char path[PATH_MAX]; /* absolute */
+  wordexp_t words;     /* ARGS, we_wordc == 0 without */
+  bool have_words;
+};
+
+/* A row that runs a variant: the static table's entry it replaces (or is), and which. */
+struct variant_row {
+  const struct bench_config *row;  /* what r->configs points at */
+  const struct bench_config *base; /* the table's entry */
+  size_t variant;
+};
+
+static struct variant variants[BENCH_MAX_VARIANTS];
+static struct bench_config copies[BENCH_MAX_CONFIGS];
+static char names[BENCH_MAX_CONFIGS][96];
+static char titles[BENCH_MAX_CONFIGS][PATH_MAX + 256];
+static struct variant_row rows[BENCH_MAX_CONFIGS];
+static size_t nrows;
+
+/* Parses one PATH[:ARGS] into *v; one line on err and -EINVAL when it is unusable. */
+static int variant_parse(const char *spec, struct variant *v, FILE *err)
+{
+  char path[PATH_MAX], shown[LOG_SHOWN_MAX];
+  const char *colon = strchr(spec, ':');
+  size_t len = colon != NULL ? (size_t)(colon - spec) : strlen(spec);
+  struct stat st;
+
+  if (v->have_words) {
+    wordfree(&v->words);
+  }
+  memset(v, 0, sizeof(*v));
+  if (len == 0 || len >= sizeof(path)) {
+    fprintf(err, "diskgate bench: --diskgate wants PATH or PATH:ARGS, not '%s'\n",
+            log_escape_str(shown, sizeof shown, spec));
+    return -EINVAL;
+  }
+  memcpy(path, spec, len);
+  path[len] = '\0';
+  if (realpath(path, v->path) == NULL || stat(v->path, &st) < 0 || !S_ISREG(st.st_mode) ||
+      access(v->path, X_OK) < 0) {
+    fprintf(err, "diskgate bench: --diskgate: %s is not an executable file\n",
+            log_escape_str(shown, sizeof shown, path));
+    return -EINVAL;
+  }
+  if (colon != NULL && colon[1] != '\0') {
+    if (wordexp(colon + 1, &v->words, WRDE_NOCMD | WRDE_UNDEF) != 0) {
+      fprintf(err, "diskgate bench: --diskgate %s: cannot split its ARGS as a shell would\n",
+              log_escape_str(shown, sizeof shown, path));
+      return -EINVAL;
+    }
+    v->have_words = true;
+    if (v->words.we_wordc > BENCH_VARIANT_MAX_ARGS) {
+      fprintf(err, "diskgate bench: --diskgate %s: more than %d ARGS\n",
+              log_escape_str(shown, sizeof shown, path), BENCH_VARIANT_MAX_ARGS);
+      return -EINVAL;
+    }
+  }
+  return 0;
+}
+
+/* Returns the ARGS of variant k as one line, for a row's title. */
+static void variant_describe(size_t k, char *buf, size_t len)
+{
+  const struct variant *v = &variants[k];
+
+  bench_fmt(buf, len, "%s", v->path);
+  for (size_t i = 0; v->have_words && i < v->words.we_wordc; i++) {
+    size_t used = strlen(buf);
+
+    bench_fmt(buf + used, len - used, " %s", v->words.we_wordv[i]);
+  }
+}
+
+/* Adds the row at r->configs[at], made from `base`, as variant k's copy (k < 0: as is). */
+static void row_add(const struct bench_config *base, size_t k, bool copy, struct bench_results *r,
+                    size_t at)
+{
+  const struct bench_config *row = base;
+
+  if (copy) {
+    char desc[PATH_MAX + 128];
+
+    copies[nrows] = *base;
+    variant_describe(k, desc, sizeof(desc));
+    bench_fmt(names[nrows], sizeof(names[nrows]), "%s@%zu", base->name, k + 1);
+    bench_fmt(titles[nrows], sizeof(titles[nrows]), "%s; binary %zu: %s", base->title, k + 1,
+              desc);
+    copies[nrows].name = names[nrows];
+    copies[nrows].title = titles[nrows];
+    row = &copies[nrows];
+  }
+  rows[nrows].row = row;
+  rows[nrows].base = base;
+  rows[nrows].variant = k;
+  nrows++;
+  r->configs[at] = row;
+}
+
+int bench_variants_apply(const struct bench_opts *opts, struct bench_results *r, FILE *err)
+{
+  const struct bench_config *old[BENCH_MAX_CONFIGS];
+  size_t nold = r->nconfigs, n = opts->nvariants, out = 0;
+
+  nrows = 0;
+  if (n == 0) {
+    return 0;
+  }
+  for (size_t k = 0; k < n; k++) {
+    if (variant_parse(opts->variants[k], &variants[k], err) < 0) {
+      return -EINVAL;
+    }
+  }
+  memcpy(old, r->configs, nold * sizeof(old[0]));
+  for (size_t c = 0; c < nold; c++) {
+    size_t copies_wanted = old[c]->server == BENCH_SERVER_DISKGATE ? n : 0;
+
+    if (out + (copies_wanted > 0 ? copies_wanted : 1) > BENCH_MAX_CONFIGS) {
+      fprintf(err, "diskgate bench: --diskgate x%zu makes more than %d rows: select fewer "
+                   "with --configs\n", n, BENCH_MAX_CONFIGS);
+      return -E2BIG;
+    }
+    if (copies_wanted == 0) {
+      r->configs[out++] = old[c];
+    }
+    for (size_t k = 0; k < copies_wanted; k++) {
+      row_add(old[c], k, n > 1, r, out++);
+    }
+  }
+  r->nconfigs = out;
+  return 0;
+}
+
+/* The variant row of cfg, or NULL. */
+static const struct variant_row *row_find(const struct bench_config *cfg)
+{
+  for (size_t i = 0; i < nrows; i++) {
+    if (rows[i].row == cfg) {
+      return &rows[i];
+    }
+  }
+  return NULL;
+}
+
+const char *bench_variants_binary(const struct bench_config *cfg, const char *self)
+{
+  const struct variant_row *vr = row_find(cfg);
+
+  return vr != NULL ? variants[vr->variant].path : self;
+}
+
+void bench_variants_add_args(const struct bench_config *cfg, char **argv, int *argc)
+{
+  const struct variant_row *vr = row_find(cfg);
+  const struct variant *v;
+
+  if (vr == NULL) {
+    return;
+  }
+  v = &variants[vr->variant];
+  for (size_t i = 0; v->have_words && i < v->words.we_wordc; i++) {
+    argv[(*argc)++] = v->words.we_wordv[i];
+  }
+}
+
+const struct bench_config *bench_variants_base(const struct bench_config *cfg)
+{
+  const struct variant_row *vr = row_find(cfg);
+
+  return vr != NULL ? vr->base : cfg;
+}
