@@ -61,9 +61,10 @@ void bench_cli_usage(FILE *out)
         "images, and writes a Markdown table, a JSON file with every run, and an SVG chart\n"
         "(see docs/lab.md).\n"
         "\n"
-        "  --profile quick|seeds|sync|rbd|peers|all  what to run (default: quick); peers:\n"
-        "                      the performance targets T1-T6 against qemu-nbd, nbdkit and the\n"
-        "                      host path, with a PASS/FAIL table\n"
+        "  --profile quick|seeds|sync|rbd|peers|scaling|all  what to run (default: quick);\n"
+        "                      peers: the performance targets T1-T6 against qemu-nbd, nbdkit\n"
+        "                      and the host path, with a PASS/FAIL table; scaling: 4K random\n"
+        "                      reads over 1-64 connections x iodepth 1-128\n"
         "  --configs LIST      rows: comma-separated names or patterns (e.g. 'host,diskgate-unix-*')\n"
         "  --workloads LIST    columns: comma-separated names or patterns\n"
         "  --runs N            runs per cell, taken in rounds over all rows; the table shows\n"
@@ -287,7 +288,8 @@ int bench_cli_parse(int argc, char **argv, struct bench_opts *opts, FILE *out, F
     return bad(err, "unexpected argument '%s' (see diskgate bench --help)", argv[optind]);
   }
   if (bench_profiles_apply(profile, opts) < 0) {
-    return bad(err, "unknown profile '%s' (quick, seeds, sync, rbd, peers or all)", profile);
+    return bad(err, "unknown profile '%s' (quick, seeds, sync, rbd, peers, scaling or all)",
+               profile);
   }
   if (size_arg != NULL) {
     if (bench_cli_parse_size(size_arg, &opts->size) < 0) {

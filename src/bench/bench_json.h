@@ -34,7 +34,8 @@ int bench_json_parse_fio(const char *text, size_t len, const char *jobname,
 int bench_json_parse_fio_file(const char *path, const char *jobname, struct bench_fio_result *out);
 
 /* Fills the figures of sample *s (value in wl's unit, IOPS, MB/s, I/O count, p50, p99 and
- * fsync p99 in µs, fio's kernel CPU per I/O in µs) from fio's result. CPU figures and the wall time are left alone. */
+ * fsync p99 in µs, fio's kernel CPU per I/O in µs) from fio's result. CPU figures and the
+ * wall time are left alone. */
 void bench_json_fill_sample(const struct bench_fio_result *f, const struct bench_workload *wl,
                             struct bench_sample *s);
 

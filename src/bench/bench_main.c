@@ -149,7 +149,7 @@ static void list_all(FILE *out)
     fprintf(out, "  %-30s %s (%s suite, %s)\n", wls[i].name, wls[i].title, wls[i].suite,
             bench_workloads_unit_label(wls[i].unit));
   }
-  fputs("Profiles (--profile): quick, seeds, sync, rbd, peers, all\n", out);
+  fputs("Profiles (--profile): quick, seeds, sync, rbd, peers, scaling, all\n", out);
 }
 
 /* The command line as a POSIX shell would take it back: an argument that is empty or holds

@@ -39,6 +39,10 @@ static const struct profile profiles[] = {
     "diskgate-tcp-direct-full,qemu-nbd-unix,qemu-nbd-tcp,nbdkit-unix",
     "randread-4k,randwrite-4k,randread-4k-4j,randwrite-4k-4j,read-1m,write-1m,"
     "randwrite-4k-qd8-fsync-4j,randread-4k-qd1,randrw-4k-16x64", 3, 5, 1ull << 30 },
+  /* diskgate direct beside qemu-nbd (both O_DIRECT), diskgate writeback beside nbdkit (both
+   * the page cache), each point once, as % of the host path at the same depth */
+  { "scaling", "host,diskgate-unix-direct-full,qemu-nbd-unix,diskgate-unix-writeback-full,"
+    "nbdkit-unix", "randread-4k-*x*", 1, 5, 1ull << 30 },
   { "all", "*", "*", 3, 10, 2ull << 30 },
 };
 

@@ -174,7 +174,7 @@ int bench_server_start(const struct bench_env *env, const struct bench_config *c
       argv[argc++] = "--aio=io_uring";
     }
     argv[argc++] = "--persistent";
-    argv[argc++] = "--shared=16";
+    argv[argc++] = "--shared=64"; /* the scaling profile's most connections */
     argv[argc++] = "--pid-file";
     argv[argc++] = pidfile;
     break;

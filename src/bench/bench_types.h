@@ -12,7 +12,7 @@
 
 #define BENCH_MAX_RUNS 50
 #define BENCH_MAX_CONFIGS 64
-#define BENCH_MAX_WORKLOADS 16
+#define BENCH_MAX_WORKLOADS 48
 #define BENCH_MAX_VARIANTS 8 /* --diskgate given more than once (an A/B) */
 
 /* How a workload's headline figure is expressed. */

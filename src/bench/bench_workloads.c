@@ -1,10 +1,15 @@
-/* bench_workloads.c: the workloads of the `seeds`, `sync` and `peers` suites. */
+/* bench_workloads.c: the workloads of the `seeds`, `sync`, `peers` and `scaling` suites. */
 #include <string.h>
 
 #include "bench/bench_workloads.h"
 
 #define KIB 1024u
 #define MIB (1024u * 1024u)
+
+/* scaling: 4K random reads over `c` connections (fio jobs) at iodepth `q` each */
+#define SCALE(c, q)                                                                           \
+  { "randread-4k-" #c "x" #q, "4K randread " #c " conns x QD" #q, "scaling", BENCH_WL_FIO,    \
+    "randread", 4 * KIB, q, 0, false, false, BENCH_UNIT_IOPS, c }
 
 static const struct bench_workload workloads[] = {
   /* seeds: the VM-disk shapes of the published tables */
@@ -42,6 +47,10 @@ static const struct bench_workload workloads[] = {
     false, false, BENCH_UNIT_IOPS, 1 },
   { "randrw-4k-16x64", "4K randrw 50/50 QD64 x16 jobs", "peers", BENCH_WL_FIO, "randrw",
     4 * KIB, 64, 50, false, false, BENCH_UNIT_IOPS, 16 },
+  SCALE(1, 1), SCALE(1, 8), SCALE(1, 32), SCALE(1, 128),
+  SCALE(4, 1), SCALE(4, 8), SCALE(4, 32), SCALE(4, 128),
+  SCALE(16, 1), SCALE(16, 8), SCALE(16, 32), SCALE(16, 128),
+  SCALE(64, 1), SCALE(64, 8), SCALE(64, 32), SCALE(64, 128),
 };
 
 size_t bench_workloads_all(const struct bench_workload **out)

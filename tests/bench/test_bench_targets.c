@@ -209,6 +209,33 @@ static void test_peers_cells(void **state)
   assert_false(bench_targets_uses("diskgate-unix-direct-full", "randread-4k-4"));
 }
 
+/* The scaling profile: the host path and four servers, paired by cache mode, over 1-64
+ * connections x iodepth 1-128. */
+static void test_scaling_cells(void **state)
+{
+  static struct bench_results r;
+  FILE *err = fopen("/dev/null", "w");
+  unsigned conns = 0, depth = 0;
+
+  (void)state;
+  memset(&r, 0, sizeof(r));
+  assert_int_equal(bench_profiles_apply("scaling", &r.opts), 0);
+  assert_int_equal(r.opts.runs, 1);
+  assert_int_equal(bench_profiles_select(&r.opts, &r, err), 0);
+  fclose(err);
+  assert_int_equal(r.nconfigs, 5);
+  assert_string_equal(r.configs[0]->name, "host"); /* the 100% line of every bar */
+  assert_int_equal(r.nworkloads, 16);
+  for (size_t w = 0; w < r.nworkloads; w++) {
+    assert_string_equal(r.workloads[w]->rw, "randread");
+    conns += r.workloads[w]->numjobs;
+    depth += r.workloads[w]->iodepth;
+  }
+  assert_int_equal(conns, 4 * (1 + 4 + 16 + 64));
+  assert_int_equal(depth, 4 * (1 + 8 + 32 + 128));
+  assert_int_equal(bench_workloads_find("randread-4k-64x128")->numjobs, 64);
+}
+
 static char *md_of(const struct bench_results *r)
 {
   char *buf = NULL;
@@ -398,7 +425,8 @@ static void test_variants(void **state)
   assert_string_equal(r.configs[2]->name, "diskgate-unix-direct-full@2");
   assert_string_equal(r.configs[3]->name, "diskgate-unix-writeback-full@1");
   assert_string_equal(r.configs[5]->name, "nbdkit-unix");
-  assert_ptr_equal(bench_variants_base(r.configs[2]), bench_configs_find("diskgate-unix-direct-full"));
+  assert_ptr_equal(bench_variants_base(r.configs[2]),
+                   bench_configs_find("diskgate-unix-direct-full"));
   assert_ptr_equal(bench_variants_base(r.configs[5]), bench_configs_find("nbdkit-unix"));
   assert_string_equal(r.configs[3]->cache_mode, "writeback");
   assert_non_null(strstr(r.configs[2]->title, "binary 2: "));
@@ -422,6 +450,7 @@ int main(void)
     cmocka_unit_test(test_t4_t5_verdicts),
     cmocka_unit_test(test_figures_medians),
     cmocka_unit_test(test_peers_cells),
+    cmocka_unit_test(test_scaling_cells),
     cmocka_unit_test(test_eval_table),
     cmocka_unit_test(test_fio_jobs),
     cmocka_unit_test(test_variants),
