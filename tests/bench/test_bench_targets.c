@@ -186,6 +186,30 @@ static void peers_results(struct bench_results *r)
   bench_stats_results_finish(r);
 }
 
+/* The only run of cell (config, workload). */
+static struct bench_sample *run_of(struct bench_results *r, const char *config,
+                                   const char *workload)
+{
+  for (size_t c = 0; c < r->nconfigs; c++) {
+    for (size_t w = 0; w < r->nworkloads; w++) {
+      if (strcmp(r->configs[c]->name, config) == 0 &&
+          strcmp(r->workloads[w]->name, workload) == 0) {
+        return &bench_results_cell(r, c, w)->runs[0];
+      }
+    }
+  }
+  fail_msg("no cell %s / %s", config, workload);
+  return NULL;
+}
+
+/* Sets the only run of cell (config, workload) to mbps and iops. */
+static void set_figure(struct bench_results *r, const char *config, const char *workload,
+                       double mbps, double iops)
+{
+  run_of(r, config, workload)->mbps = mbps;
+  run_of(r, config, workload)->iops = iops;
+}
+
 /* Only the targets' cells run in the peers profile: every one of them is in the profile's
  * rows and columns, and they are fewer than the grid. */
 static void test_peers_cells(void **state)
@@ -297,6 +321,34 @@ static void test_eval_table(void **state)
   assert_string_equal(rows[4].what, "4K randread QD32 1 conn tcp");
   assert_int_equal(rows[8].verdict, BENCH_VERDICT_PASS);
 
+  /* T3 at exactly 95% of the host path passes, under it fails; T2's page-cache line at
+   * exactly 1.5x nbdkit passes */
+  set_figure(&r, "diskgate-unix-direct-full", "read-1m", 950, 0);
+  set_figure(&r, "diskgate-unix-direct-full", "write-1m", 949, 0);
+  set_figure(&r, "diskgate-unix-writeback-full", "randread-4k-4j", 0, 15000);
+  n = bench_targets_eval(&r, rows, BENCH_TARGETS_MAX_ROWS);
+  assert_int_equal(rows[12].verdict, BENCH_VERDICT_PASS);
+  assert_string_equal(rows[12].value, "95.0%");
+  assert_int_equal(rows[13].verdict, BENCH_VERDICT_FAIL);
+  assert_int_equal(rows[9].verdict, BENCH_VERDICT_PASS);
+  assert_string_equal(rows[9].value, "1.50x");
+  set_figure(&r, "diskgate-unix-writeback-full", "randread-4k-4j", 0, 14999);
+  n = bench_targets_eval(&r, rows, BENCH_TARGETS_MAX_ROWS);
+  assert_int_equal(rows[9].verdict, BENCH_VERDICT_FAIL);
+
+  /* T6: 64 MiB and +2 MiB are within the goal, a KiB more is not */
+  run_of(&r, "diskgate-unix-direct-full", "randrw-4k-16x64")->rss_max_kib = 64 * 1024;
+  run_of(&r, "diskgate-unix-direct-full", "randrw-4k-16x64")->rss_growth_kib = 2048;
+  n = bench_targets_eval(&r, rows, BENCH_TARGETS_MAX_ROWS);
+  assert_int_equal(rows[16].verdict, BENCH_VERDICT_PASS);
+  assert_int_equal(rows[17].verdict, BENCH_VERDICT_PASS);
+  run_of(&r, "diskgate-unix-direct-full", "randrw-4k-16x64")->rss_max_kib = 64 * 1024 + 1;
+  run_of(&r, "diskgate-unix-direct-full", "randrw-4k-16x64")->rss_growth_kib = 2049;
+  n = bench_targets_eval(&r, rows, BENCH_TARGETS_MAX_ROWS);
+  assert_int_equal(rows[16].verdict, BENCH_VERDICT_FAIL);
+  assert_int_equal(rows[17].verdict, BENCH_VERDICT_FAIL);
+  assert_int_equal(n, 18);
+
   /* other profiles carry no targets table */
   r.opts.profile = "seeds";
   md = md_of(&r);
@@ -304,17 +356,20 @@ static void test_eval_table(void **state)
   free(md);
 }
 
-/* The fio job of a cell of the table `wl`, written for target t. */
-static char *job_of(const char *wl, struct bench_fio_target t)
+/* Whether the fio job of workload `wl`, written for target t, holds `text`. */
+static bool job_holds(const char *wl, struct bench_fio_target t, const char *text)
 {
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
+  bool found;
 
   assert_non_null(bench_workloads_find(wl));
   assert_int_equal(bench_fio_write_job(f, bench_workloads_find(wl), &t, 5, 1.0), 0);
   fclose(f);
-  return buf;
+  found = strstr(buf, text) != NULL;
+  free(buf);
+  return found;
 }
 
 /* A server answers fio's FLUSH with fdatasync: on the file the host path asks for the same
@@ -322,42 +377,29 @@ static char *job_of(const char *wl, struct bench_fio_target t)
  * once; jobs become fio's numjobs. */
 static void test_fio_jobs(void **state)
 {
+  const char *fsynced = "randwrite-4k-qd8-fsync-4j";
   struct bench_fio_target file = { .ioengine = "io_uring", .filename = "/var/tmp/nbd-x.img",
                                    .size = 1 << 30 };
   struct bench_fio_target nbd = { .ioengine = "nbd", .uri = "nbd+unix:///bench?socket=/s",
                                   .size = 1 << 30 };
-  char *j;
+  struct bench_fio_target buffered = file, batched = file;
 
   (void)state;
-  j = job_of("randwrite-4k-qd8-fsync-4j", file);
-  assert_non_null(strstr(j, "\nfdatasync=1\n"));
-  assert_null(strstr(j, "\nfsync=1\n"));
-  assert_non_null(strstr(j, "\nnumjobs=4\n"));
-  assert_non_null(strstr(j, "\ndirect=1\n"));
-  free(j);
-  j = job_of("randwrite-4k-qd8-fsync-4j", nbd);
-  assert_non_null(strstr(j, "\nfsync=1\n"));
-  assert_null(strstr(j, "fdatasync"));
-  free(j);
-  file.buffered = true;
-  j = job_of("randwrite-4k-qd8-fsync-4j", file);
-  assert_non_null(strstr(j, "\ndirect=0\n"));
-  free(j);
-  file.buffered = false;
-  file.batched = true;
-  j = job_of("randread-4k", file);
-  assert_non_null(strstr(j, "\niodepth_batch_submit=32\n"));
-  assert_non_null(strstr(j, "\niodepth_batch_complete_min=16\n"));
-  assert_non_null(strstr(j, "\niodepth_batch_complete_max=32\n"));
-  assert_null(strstr(j, "numjobs"));
-  free(j);
-  j = job_of("randread-4k-qd1", file);
-  assert_non_null(strstr(j, "\niodepth_batch_complete_min=1\n"));
-  free(j);
-  file.batched = false;
-  j = job_of("randread-4k", file);
-  assert_null(strstr(j, "iodepth_batch"));
-  free(j);
+  buffered.buffered = true;
+  batched.batched = true;
+  assert_true(job_holds(fsynced, file, "\nfdatasync=1\n"));
+  assert_false(job_holds(fsynced, file, "\nfsync=1\n"));
+  assert_true(job_holds(fsynced, file, "\nnumjobs=4\n"));
+  assert_true(job_holds(fsynced, file, "\ndirect=1\n"));
+  assert_true(job_holds(fsynced, nbd, "\nfsync=1\n"));
+  assert_false(job_holds(fsynced, nbd, "fdatasync"));
+  assert_true(job_holds(fsynced, buffered, "\ndirect=0\n"));
+  assert_true(job_holds("randread-4k", batched, "\niodepth_batch_submit=32\n"));
+  assert_true(job_holds("randread-4k", batched, "\niodepth_batch_complete_min=16\n"));
+  assert_true(job_holds("randread-4k", batched, "\niodepth_batch_complete_max=32\n"));
+  assert_false(job_holds("randread-4k", batched, "numjobs"));
+  assert_true(job_holds("randread-4k-qd1", batched, "\niodepth_batch_complete_min=1\n"));
+  assert_false(job_holds("randread-4k", file, "iodepth_batch"));
   assert_true(bench_configs_host_mode(bench_configs_find("host-batched"), "batched"));
   assert_true(bench_configs_host_mode(bench_configs_find("host-buffered"), "writeback"));
   assert_false(bench_configs_host_mode(bench_configs_find("host"), "batched"));
