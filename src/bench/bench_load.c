@@ -13,6 +13,7 @@
 #include "bench/bench_load.h"
 #include "bench/bench_stats.h"
 #include "bench/bench_util.h"
+#include "bench/bench_variants.h"
 #include "bench/bench_workloads.h"
 #include "util/log.h"
 
@@ -127,7 +128,24 @@ static int option_copy(const cJSON *o, const char *name, char **out)
   return 0;
 }
 
-static int load_options(const cJSON *o, struct bench_results *r)
+/* The title of the row called `name` in the report's "configs" array, or NULL. */
+static const char *config_title(const cJSON *configs, const char *name)
+{
+  const cJSON *c;
+
+  cJSON_ArrayForEach(c, configs) {
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(c, "name");
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "title");
+
+    if (cJSON_IsString(n) && cJSON_IsString(t) && strcmp(n->valuestring, name) == 0) {
+      return t->valuestring;
+    }
+  }
+  return NULL;
+}
+
+/* configs: the report's "configs" array (the titles of an A/B's NAME@K rows). */
+static int load_options(const cJSON *o, const cJSON *configs, struct bench_results *r)
 {
   const cJSON *item;
 
@@ -154,6 +172,9 @@ static int load_options(const cJSON *o, struct bench_results *r)
     const struct bench_config *c =
       cJSON_IsString(item) ? bench_configs_find(item->valuestring) : NULL;
 
+    if (c == NULL && cJSON_IsString(item)) { /* an A/B's row */
+      c = bench_variants_named(item->valuestring, config_title(configs, item->valuestring));
+    }
     if (c == NULL || r->nconfigs >= BENCH_MAX_CONFIGS) {
       fprintf(stderr, "diskgate bench: unknown configuration '%s' in the report\n",
               cJSON_IsString(item) ? item->valuestring : "?");
@@ -277,7 +298,8 @@ int bench_load_json(const char *path, struct bench_results *r)
   tree = cJSON_GetObjectItemCaseSensitive(root, "copy_tree");
   r->tree_files = (unsigned)num(tree, "files");
   r->tree_bytes = (uint64_t)num(tree, "bytes");
-  rc = load_options(cJSON_GetObjectItemCaseSensitive(root, "options"), r);
+  rc = load_options(cJSON_GetObjectItemCaseSensitive(root, "options"),
+                    cJSON_GetObjectItemCaseSensitive(root, "configs"), r);
   if (rc == 0) {
     rc = load_machine(cJSON_GetObjectItemCaseSensitive(root, "machine"), &r->machine);
   }

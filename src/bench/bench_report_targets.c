@@ -6,12 +6,19 @@
 #include "bench/bench_report.h"
 #include "bench/bench_report_targets.h"
 #include "bench/bench_targets.h"
+#include "bench/bench_variants.h"
 
 bool bench_report_targets_wanted(const struct bench_results *r)
 {
-  /* an A/B's diskgate rows are NAME@1, NAME@2...: no row is the one a target reads */
-  return r->opts.profile != NULL && strcmp(r->opts.profile, "peers") == 0 &&
-         r->opts.nvariants < 2;
+  if (r->opts.profile == NULL || strcmp(r->opts.profile, "peers") != 0) {
+    return false;
+  }
+  for (size_t c = 0; c < r->nconfigs; c++) {
+    if (bench_variants_base(r->configs[c]) != r->configs[c]) {
+      return false; /* an A/B: its diskgate rows are NAME@K, none the one a target reads */
+    }
+  }
+  return true;
 }
 
 int bench_report_targets_md_write(FILE *f, const struct bench_results *r)

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <wordexp.h>
 
+#include "bench/bench_configs.h"
 #include "bench/bench_util.h"
 #include "bench/bench_variants.h"
 #include "util/log.h"
@@ -159,7 +160,43 @@ const char *bench_variants_binary(const struct bench_config *cfg, const char *se
 {
   const struct variant_row *vr = row_find(cfg);
 
-  return vr != NULL ? variants[vr->variant].path : self;
+  return vr != NULL && variants[vr->variant].path[0] != '\0' ? variants[vr->variant].path : self;
+}
+
+const struct bench_config *bench_variants_named(const char *name, const char *title)
+{
+  const char *at = strrchr(name, '@');
+  const struct bench_config *base;
+  char basename[96];
+  unsigned long k;
+  char *end;
+
+  for (size_t i = 0; i < nrows; i++) {
+    if (strcmp(rows[i].row->name, name) == 0) {
+      return rows[i].row;
+    }
+  }
+  if (at == NULL || at == name || (size_t)(at - name) >= sizeof(basename) ||
+      nrows >= BENCH_MAX_CONFIGS) {
+    return NULL;
+  }
+  k = strtoul(at + 1, &end, 10);
+  if (at[1] < '1' || at[1] > '9' || *end != '\0' || k > BENCH_MAX_VARIANTS) {
+    return NULL;
+  }
+  memcpy(basename, name, (size_t)(at - name));
+  basename[at - name] = '\0';
+  base = bench_configs_find(basename);
+  if (base == NULL || base->server != BENCH_SERVER_DISKGATE) {
+    return NULL;
+  }
+  copies[nrows] = *base;
+  bench_fmt(names[nrows], sizeof(names[nrows]), "%s", name);
+  bench_fmt(titles[nrows], sizeof(titles[nrows]), "%s", title != NULL ? title : base->title);
+  copies[nrows].name = names[nrows];
+  copies[nrows].title = titles[nrows];
+  rows[nrows] = (struct variant_row){ &copies[nrows], base, (size_t)k - 1 };
+  return &copies[nrows++];
 }
 
 void bench_variants_add_args(const struct bench_config *cfg, char **argv, int *argc)

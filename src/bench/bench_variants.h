@@ -30,6 +30,12 @@ const char *bench_variants_binary(const struct bench_config *cfg, const char *se
  * more) and advances *argc; nothing for a row without a variant. */
 void bench_variants_add_args(const struct bench_config *cfg, char **argv, int *argc);
 
+/* For a report read back (--render): the row called NAME@K (a diskgate row's name, K from 1
+ * to BENCH_MAX_VARIANTS) with `title` (NULL: the base row's), made once per name; its binary
+ * is not known, so bench_variants_binary() gives `self` for it. Returns NULL for any other
+ * name or when BENCH_MAX_CONFIGS rows are made. */
+const struct bench_config *bench_variants_named(const char *name, const char *title);
+
 /* The row a variant row was made from (itself for any other row): its table entry. */
 const struct bench_config *bench_variants_base(const struct bench_config *cfg);
 

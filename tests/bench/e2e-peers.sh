@@ -4,6 +4,7 @@
 # reads: that cell is not run, T1's two Unix read lines get a value and a verdict, every other
 # line says "not measured", and bench.json carries the same lines. The A/B runs two binaries
 # as NAME@1 and NAME@2, the second with ARGS that change its cache mode, and has no targets.
+# --render of either gives its bench.md back.
 source "$SRCDIR/tests/lib.sh"
 
 run_lab() { # OUT ARGS...: runs the lab into OUT, fails the test when it fails
@@ -62,6 +63,11 @@ check("targets" not in ab, "an A/B with targets")
 for c in ab["cells"]:
     check(c["state"] == "done" and len(c["runs"]) == 2, "A/B cell %r" % c["config"])
 PYEOF
+for run in peers ab; do # --render gives the same report back, targets and A/B rows included
+  "$DISKGATE" bench --render "$T/$run/bench.json" --out "$T/$run-again" >/dev/null ||
+    fail "--render of the $run run failed"
+  diff "$T/$run/bench.md" "$T/$run-again/bench.md" >&2 || fail "--render of $run differs"
+done
 grep -q "cache writeback" "$T"/ab/logs/server-r1-diskgate-unix-direct-full@2.log ||
   fail "the second binary's ARGS did not reach its serve"
 grep -q "cache direct" "$T"/ab/logs/server-r1-diskgate-unix-direct-full@1.log ||

@@ -476,6 +476,23 @@ static void test_variants(void **state)
   assert_non_null(realpath("/bin/false", want));
   assert_string_equal(bench_variants_binary(r.configs[2], "self"), want);
 
+  /* a report read back names its rows: NAME@K of a diskgate row only */
+  assert_ptr_equal(bench_variants_named("diskgate-unix-direct-full@2", NULL), r.configs[2]);
+  r.configs[0] = bench_variants_named("diskgate-tcp-direct-full@8", "the title");
+  assert_non_null(r.configs[0]);
+  assert_string_equal(r.configs[0]->name, "diskgate-tcp-direct-full@8");
+  assert_string_equal(r.configs[0]->title, "the title");
+  assert_ptr_equal(bench_variants_base(r.configs[0]),
+                   bench_configs_find("diskgate-tcp-direct-full"));
+  assert_string_equal(bench_variants_binary(r.configs[0], "self"), "self");
+  assert_ptr_equal(bench_variants_named("diskgate-tcp-direct-full@8", NULL), r.configs[0]);
+  assert_null(bench_variants_named("diskgate-tcp-direct-full@9", NULL));
+  assert_null(bench_variants_named("diskgate-tcp-direct-full@0", NULL));
+  assert_null(bench_variants_named("diskgate-tcp-direct-full@1x", NULL));
+  assert_null(bench_variants_named("nbdkit-unix@1", NULL));
+  assert_null(bench_variants_named("nbdkit-unix", NULL));
+  assert_null(bench_variants_named("@1", NULL));
+
   /* an unusable PATH or ARGS: one line naming it */
   assert_int_equal(apply(&r, "diskgate-unix-direct-full", bad, 1, err, sizeof err), -EINVAL);
   assert_non_null(strstr(err, "/nonexistent/diskgate is not an executable file"));
