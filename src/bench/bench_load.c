@@ -171,9 +171,13 @@ static int load_options(const cJSON *o, const cJSON *configs, struct bench_resul
   cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(o, "configs")) {
     const struct bench_config *c =
       cJSON_IsString(item) ? bench_configs_find(item->valuestring) : NULL;
+    const char *title = cJSON_IsString(item) ? config_title(configs, item->valuestring) : NULL;
 
-    if (c == NULL && cJSON_IsString(item)) { /* an A/B's row */
-      c = bench_variants_named(item->valuestring, config_title(configs, item->valuestring));
+    if (cJSON_IsString(item) && (c == NULL || (title != NULL && strcmp(title, c->title) != 0))) {
+      /* a row of another binary (--diskgate): NAME@K, or NAME with the binary in its title */
+      const struct bench_config *v = bench_variants_named(item->valuestring, title);
+
+      c = v != NULL ? v : c;
     }
     if (c == NULL || r->nconfigs >= BENCH_MAX_CONFIGS) {
       fprintf(stderr, "diskgate bench: unknown configuration '%s' in the report\n",

@@ -14,7 +14,7 @@ bool bench_report_targets_wanted(const struct bench_results *r)
     return false;
   }
   for (size_t c = 0; c < r->nconfigs; c++) {
-    if (bench_variants_base(r->configs[c]) != r->configs[c]) {
+    if (strcmp(bench_variants_base(r->configs[c])->name, r->configs[c]->name) != 0) {
       return false; /* an A/B: its diskgate rows are NAME@K, none the one a target reads */
     }
   }

@@ -8,12 +8,14 @@
 #include <wordexp.h>
 
 #include "bench/bench_configs.h"
+#include "bench/bench_proc.h"
 #include "bench/bench_util.h"
 #include "bench/bench_variants.h"
 #include "util/log.h"
 
 struct variant {
   char path[PATH_MAX]; /* absolute */
+  char version[64];    /* the first line of its --version, "" when it printed none */
   wordexp_t words;     /* ARGS, we_wordc == 0 without */
   bool have_words;
 };
@@ -57,6 +59,12 @@ static int variant_parse(const char *spec, struct variant *v, FILE *err)
             log_escape_str(shown, sizeof shown, path));
     return -EINVAL;
   }
+  {
+    char *argv[] = { v->path, "--version", NULL };
+
+    bench_proc_capture(argv, v->version, sizeof(v->version), 10.0);
+    v->version[strcspn(v->version, "\n")] = '\0';
+  }
   if (colon != NULL && colon[1] != '\0') {
     if (wordexp(colon + 1, &v->words, WRDE_NOCMD | WRDE_UNDEF) != 0) {
       fprintf(err, "diskgate bench: --diskgate %s: cannot split its ARGS as a shell would\n",
@@ -84,31 +92,34 @@ static void variant_describe(size_t k, char *buf, size_t len)
 
     bench_fmt(buf + used, len - used, " %s", v->words.we_wordv[i]);
   }
+  if (v->version[0] != '\0') {
+    size_t used = strlen(buf);
+
+    bench_fmt(buf + used, len - used, " (%s)", v->version);
+  }
 }
 
-/* Adds the row at r->configs[at], made from `base`, as variant k's copy (k < 0: as is). */
-static void row_add(const struct bench_config *base, size_t k, bool copy, struct bench_results *r,
+/* Puts variant k's copy of row `base` at r->configs[at]: named NAME@K in an A/B, NAME
+ * otherwise, its title naming the binary. */
+static void row_add(const struct bench_config *base, size_t k, bool ab, struct bench_results *r,
                     size_t at)
 {
-  const struct bench_config *row = base;
+  char desc[PATH_MAX + 128];
 
-  if (copy) {
-    char desc[PATH_MAX + 128];
-
-    copies[nrows] = *base;
-    variant_describe(k, desc, sizeof(desc));
+  copies[nrows] = *base;
+  variant_describe(k, desc, sizeof(desc));
+  if (ab) {
     bench_fmt(names[nrows], sizeof(names[nrows]), "%s@%zu", base->name, k + 1);
     bench_fmt(titles[nrows], sizeof(titles[nrows]), "%s; binary %zu: %s", base->title, k + 1,
               desc);
-    copies[nrows].name = names[nrows];
-    copies[nrows].title = titles[nrows];
-    row = &copies[nrows];
+  } else {
+    bench_fmt(names[nrows], sizeof(names[nrows]), "%s", base->name);
+    bench_fmt(titles[nrows], sizeof(titles[nrows]), "%s; binary: %s", base->title, desc);
   }
-  rows[nrows].row = row;
-  rows[nrows].base = base;
-  rows[nrows].variant = k;
-  nrows++;
-  r->configs[at] = row;
+  copies[nrows].name = names[nrows];
+  copies[nrows].title = titles[nrows];
+  rows[nrows] = (struct variant_row){ &copies[nrows], base, k };
+  r->configs[at] = &copies[nrows++];
 }
 
 int bench_variants_apply(const struct bench_opts *opts, struct bench_results *r, FILE *err)
@@ -176,12 +187,16 @@ const struct bench_config *bench_variants_named(const char *name, const char *ti
       return rows[i].row;
     }
   }
-  if (at == NULL || at == name || (size_t)(at - name) >= sizeof(basename) ||
-      nrows >= BENCH_MAX_CONFIGS) {
-    return NULL;
+  if (at == NULL) { /* --diskgate given once: the row's own name */
+    at = name + strlen(name);
+    k = 1;
+  } else {
+    k = strtoul(at + 1, &end, 10);
+    if (at[1] < '1' || at[1] > '9' || *end != '\0' || k > BENCH_MAX_VARIANTS) {
+      return NULL;
+    }
   }
-  k = strtoul(at + 1, &end, 10);
-  if (at[1] < '1' || at[1] > '9' || *end != '\0' || k > BENCH_MAX_VARIANTS) {
+  if (at == name || (size_t)(at - name) >= sizeof(basename) || nrows >= BENCH_MAX_CONFIGS) {
     return NULL;
   }
   memcpy(basename, name, (size_t)(at - name));

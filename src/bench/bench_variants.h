@@ -3,7 +3,7 @@
  * runs that binary with ARGS added to its `serve` options. Given N > 1 times, every selected
  * diskgate row becomes N rows, NAME@1 ... NAME@N, one per binary, measured in the same
  * interleaved rounds as every other row. Main thread only (the rows live in static
- * storage). */
+ * storage). A row's title names its binary, ARGS and what its --version printed. */
 #ifndef DISKGATE_BENCH_VARIANTS_H
 #define DISKGATE_BENCH_VARIANTS_H
 
@@ -30,10 +30,10 @@ const char *bench_variants_binary(const struct bench_config *cfg, const char *se
  * more) and advances *argc; nothing for a row without a variant. */
 void bench_variants_add_args(const struct bench_config *cfg, char **argv, int *argc);
 
-/* For a report read back (--render): the row called NAME@K (a diskgate row's name, K from 1
- * to BENCH_MAX_VARIANTS) with `title` (NULL: the base row's), made once per name; its binary
- * is not known, so bench_variants_binary() gives `self` for it. Returns NULL for any other
- * name or when BENCH_MAX_CONFIGS rows are made. */
+/* For a report read back (--render): the row called NAME@K or NAME (a diskgate row's name, K
+ * from 1 to BENCH_MAX_VARIANTS) with `title` (NULL: the base row's), made once per name; its
+ * binary is not known, so bench_variants_binary() gives `self` for it. Returns NULL for any
+ * other name or when BENCH_MAX_CONFIGS rows are made. */
 const struct bench_config *bench_variants_named(const char *name, const char *title);
 
 /* The row a variant row was made from (itself for any other row): its table entry. */

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/bench/e2e-peers.sh: the peers profile's targets table and an A/B, end to end on a small
-# file with 1-second runs. The peers run is cut to T1's Unix read cells and one cell no target
-# reads: that cell is not run, T1's two Unix read lines get a value and a verdict, every other
+# file with 1-second runs. The peers run, of a copy of the binary (--diskgate once), is cut to
+# T1's Unix read cells and one cell no target reads: the legend names the copy, that cell is
+# not run, T1's two Unix read lines get a value and a verdict, every other
 # line says "not measured", and bench.json carries the same lines. The A/B runs two binaries
 # as NAME@1 and NAME@2, the second with ARGS that change its cache mode, and has no targets.
 # --render of either gives its bench.md back.
@@ -18,10 +19,10 @@ run_lab() { # OUT ARGS...: runs the lab into OUT, fails the test when it fails
   fi
 }
 
-run_lab "$T/peers" --profile peers --runs 1 \
+cp "$DISKGATE" "$T/diskgate-copy"
+run_lab "$T/peers" --profile peers --runs 1 --diskgate "$T/diskgate-copy" \
   --configs host,host-batched,diskgate-unix-direct-full,qemu-nbd-unix \
   --workloads randread-4k,read-4k
-cp "$DISKGATE" "$T/diskgate-copy"
 run_lab "$T/ab" --configs diskgate-unix-direct-full --workloads randread-4k --rounds 2 \
   --diskgate "$T/diskgate-copy" --diskgate "$DISKGATE:--cache writeback"
 
@@ -38,6 +39,8 @@ def check(cond, what):
 md = open(t + "/peers/bench.md", encoding="utf-8").read()
 check(re.search(r"^\| host \| [0-9.]+K \(100%\) \| - \|$", md, re.M) is not None,
       "read-4k, which no target reads, ran on host")
+check("- `diskgate-unix-direct-full`: " in md and "; binary: %s/diskgate-copy (diskgate " % t
+      in md, "the legend does not name the binary measured")
 lines = [l for l in md.splitlines() if re.match(r"^\| T[1-6] \|", l)]
 check(len(lines) == 18, "%d target lines" % len(lines))
 cells = [[c.strip() for c in l.strip("|").split("|")] for l in lines]

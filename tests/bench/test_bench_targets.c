@@ -448,6 +448,10 @@ static void test_variants(void **state)
   assert_int_equal(apply(&r, "host,diskgate-unix-direct-full", one, 1, err, sizeof err), 0);
   assert_int_equal(r.nconfigs, 2);
   assert_string_equal(r.configs[1]->name, "diskgate-unix-direct-full");
+  assert_ptr_equal(bench_variants_base(r.configs[1]), bench_configs_find(r.configs[1]->name));
+  assert_non_null(strstr(r.configs[1]->title, "; binary: "));
+  assert_non_null(strstr(r.configs[1]->title, " --engine threads --cache write back"));
+  assert_ptr_equal(r.configs[0], bench_configs_find("host"));
   assert_string_equal(bench_variants_binary(r.configs[1], "self"), want);
   assert_string_equal(bench_variants_binary(r.configs[0], "self"), "self");
   bench_variants_add_args(r.configs[1], argv, &argc);
@@ -491,6 +495,8 @@ static void test_variants(void **state)
   assert_null(bench_variants_named("diskgate-tcp-direct-full@1x", NULL));
   assert_null(bench_variants_named("nbdkit-unix@1", NULL));
   assert_null(bench_variants_named("nbdkit-unix", NULL));
+  assert_string_equal(bench_variants_named("diskgate-unix-direct-full", "t1")->title, "t1");
+  assert_string_equal(bench_variants_named("diskgate-unix-direct-full", "t2")->title, "t1");
   assert_null(bench_variants_named("@1", NULL));
 
   /* an unusable PATH or ARGS: one line naming it */
