@@ -28,6 +28,7 @@ enum {
   OPT_RENDER,
   OPT_CEPH_CONF,
   OPT_RBD_IMAGE,
+  OPT_DISKGATE,
   OPT_HELP,
 };
 
@@ -47,6 +48,8 @@ static const struct option long_opts[] = {
   { "render", required_argument, NULL, OPT_RENDER },
   { "ceph-conf", required_argument, NULL, OPT_CEPH_CONF },
   { "rbd-image", required_argument, NULL, OPT_RBD_IMAGE },
+  { "diskgate", required_argument, NULL, OPT_DISKGATE },
+  { "rounds", required_argument, NULL, OPT_RUNS }, /* an A/B's word for --runs */
   { "help", no_argument, NULL, OPT_HELP },
   { NULL, 0, NULL, 0 },
 };
@@ -58,10 +61,14 @@ void bench_cli_usage(FILE *out)
         "images, and writes a Markdown table, a JSON file with every run, and an SVG chart\n"
         "(see docs/lab.md).\n"
         "\n"
-        "  --profile quick|seeds|sync|rbd|all  what to run (default: quick)\n"
+        "  --profile quick|seeds|sync|rbd|peers|scaling|all  what to run (default: quick);\n"
+        "                      peers: the performance targets T1-T6 against qemu-nbd, nbdkit\n"
+        "                      and the host path, with a PASS/FAIL table; scaling: 4K random\n"
+        "                      reads over 1-64 connections x iodepth 1-128\n"
         "  --configs LIST      rows: comma-separated names or patterns (e.g. 'host,diskgate-unix-*')\n"
         "  --workloads LIST    columns: comma-separated names or patterns\n"
-        "  --runs N            runs per cell; the table shows medians (default 3; quick: 1)\n"
+        "  --runs N            runs per cell, taken in rounds over all rows; the table shows\n"
+        "                      medians (default 3; quick: 1); --rounds N is the same\n"
         "  --runtime SECONDS   measured seconds per run (default 10; quick: 5)\n"
         "  --ramp SECONDS      unmeasured warm-up before each run (default: runtime / 5, 0.5-2)\n"
         "  --size BYTES        test file (and RBD image) size, suffixes K/M/G (default: quick\n"
@@ -74,6 +81,9 @@ void bench_cli_usage(FILE *out)
         "                      of starting a throw-away one (scripts/ceph-cluster.sh)\n"
         "  --rbd-image POOL/IMAGE  rbd rows: the image the lab creates, fills, measures and\n"
         "                      removes; it must not exist (default: rbd/diskgate-bench)\n"
+        "  --diskgate PATH[:ARGS]  the diskgate binary of the diskgate rows, ARGS added to their\n"
+        "                      serve options (e.g. build/diskgate:'--engine threads'); given\n"
+        "                      N > 1 times, an A/B: each diskgate row becomes N rows, NAME@1..\n"
         "  --list              list the configurations and workloads, then exit\n"
         "  --render JSON       write bench.md and bench.svg (and bench.json) into --out again\n"
         "                      from an earlier run's bench.json; runs nothing\n"
@@ -257,6 +267,12 @@ int bench_cli_parse(int argc, char **argv, struct bench_opts *opts, FILE *out, F
       }
       opts->rbd_image = optarg;
       break;
+    case OPT_DISKGATE:
+      if (opts->nvariants >= BENCH_MAX_VARIANTS) {
+        return bad(err, "--diskgate is given more than 8 times (at '%s')", optarg);
+      }
+      opts->variants[opts->nvariants++] = optarg;
+      break;
     case OPT_HELP:
       bench_cli_usage(out);
       return BENCH_CLI_HELP;
@@ -272,7 +288,8 @@ int bench_cli_parse(int argc, char **argv, struct bench_opts *opts, FILE *out, F
     return bad(err, "unexpected argument '%s' (see diskgate bench --help)", argv[optind]);
   }
   if (bench_profiles_apply(profile, opts) < 0) {
-    return bad(err, "unknown profile '%s' (quick, seeds, sync, rbd or all)", profile);
+    return bad(err, "unknown profile '%s' (quick, seeds, sync, rbd, peers, scaling or all)",
+               profile);
   }
   if (size_arg != NULL) {
     if (bench_cli_parse_size(size_arg, &opts->size) < 0) {

@@ -15,6 +15,14 @@
 static const struct bench_config configs[] = {
   { "host", "fio io_uring on the test file, direct=1 (the 100% line)", BENCH_CFG_HOST,
     BENCH_SERVER_NONE, BENCH_TRANSPORT_UNIX, NULL, NULL, 0, BENCH_GUEST_FILE, false, NULL },
+  { "host-batched",
+    "fio io_uring on the test file, direct=1, the whole queue submitted at once and at least "
+    "half of it reaped at a time (the kernel's cheapest way)",
+    BENCH_CFG_HOST, BENCH_SERVER_NONE, BENCH_TRANSPORT_UNIX, NULL, "batched", 0, BENCH_GUEST_FILE,
+    false, NULL },
+  { "host-buffered", "fio io_uring on the test file through the page cache, direct=0",
+    BENCH_CFG_HOST, BENCH_SERVER_NONE, BENCH_TRANSPORT_UNIX, NULL, "writeback", 0,
+    BENCH_GUEST_FILE, false, NULL },
   { "host-dev-512", "fio io_uring on a loop device over the file, 512-byte sectors, direct-io",
     BENCH_CFG_HOST_DEV, BENCH_SERVER_NONE, BENCH_TRANSPORT_UNIX, NULL, NULL, 512,
     BENCH_GUEST_FILE, false, NULL },
@@ -181,4 +189,10 @@ bool bench_configs_needs_root(const struct bench_config *cfg)
 {
   return cfg->kind == BENCH_CFG_HOST_DEV ||
          (cfg->kind == BENCH_CFG_GUEST && cfg->backing == BENCH_GUEST_LOOP);
+}
+
+bool bench_configs_host_mode(const struct bench_config *cfg, const char *mode)
+{
+  return cfg->kind == BENCH_CFG_HOST && cfg->cache_mode != NULL &&
+         strcmp(cfg->cache_mode, mode) == 0;
 }

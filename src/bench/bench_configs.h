@@ -35,6 +35,10 @@ const char *bench_configs_tool(const struct bench_config *cfg);
 /* Returns the second external program a configuration needs, or NULL. */
 const char *bench_configs_tool2(const struct bench_config *cfg);
 
+/* Returns true when host row cfg submits in `mode` ("batched", "writeback": see
+ * bench_config.cache_mode); false for any other row or mode. */
+bool bench_configs_host_mode(const struct bench_config *cfg, const char *mode);
+
 /* Returns true when the configuration needs root (loop devices). */
 bool bench_configs_needs_root(const struct bench_config *cfg);
 

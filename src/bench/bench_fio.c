@@ -35,7 +35,7 @@ int bench_fio_write_job(FILE *f, const struct bench_workload *wl, const struct b
     fputc('\n', f);
   }
   fprintf(f, "size=%llu\n", (unsigned long long)t->size);
-  fprintf(f, "direct=1\n");
+  fprintf(f, "direct=%d\n", t->buffered ? 0 : 1);
   fprintf(f, "thread=1\n");
   fprintf(f, "time_based=1\n");
   fprintf(f, "runtime=%u\n", runtime_s);
@@ -52,8 +52,17 @@ int bench_fio_write_job(FILE *f, const struct bench_workload *wl, const struct b
   if (wl->rwmixread > 0) {
     fprintf(f, "rwmixread=%u\n", wl->rwmixread);
   }
+  if (wl->numjobs > 1) {
+    fprintf(f, "numjobs=%u\n", wl->numjobs);
+  }
+  if (t->batched) {
+    fprintf(f, "iodepth_batch_submit=%u\n", wl->iodepth);
+    fprintf(f, "iodepth_batch_complete_min=%u\n", wl->iodepth > 1 ? wl->iodepth / 2 : 1);
+    fprintf(f, "iodepth_batch_complete_max=%u\n", wl->iodepth);
+  }
   if (wl->fsync) {
-    fprintf(f, "fsync=1\n");
+    /* fsync=1 on a file is a full fsync(2); a server answers a FLUSH with fdatasync */
+    fprintf(f, "%s=1\n", strcmp(t->ioengine, "nbd") == 0 ? "fsync" : "fdatasync");
   }
   return ferror(f) ? -EIO : 0;
 }
@@ -66,6 +75,34 @@ static void log_header(const char *log, const char *tag)
   if (f != NULL) {
     fprintf(f, "=== %s\n", tag);
     fclose(f);
+  }
+}
+
+/* The server's VmRSS over a run, in KiB: sampled every 0.25 s. */
+struct rss_watch {
+  double next;    /* when the next sample is due (bench_proc_now) */
+  double at;      /* when the growth's first sample is due */
+  double max, quarter, last;
+};
+
+/* Starts the watch (quarter_at > 0: when its growth's first sample is due) or samples when
+ * a sample is due. Nothing without a server. */
+static void rss_watch(struct rss_watch *w, pid_t server, double quarter_at)
+{
+  double now = bench_proc_now(), kib;
+
+  if (quarter_at > 0) {
+    memset(w, 0, sizeof(*w));
+    w->at = quarter_at;
+  }
+  if (server <= 0 || now < w->next || bench_proc_rss_kib(server, &kib) < 0) {
+    return;
+  }
+  w->next = now + 0.25;
+  w->max = kib > w->max ? kib : w->max;
+  w->last = kib;
+  if (w->quarter == 0 && now >= w->at) {
+    w->quarter = kib;
   }
 }
 
@@ -86,6 +123,7 @@ int bench_fio_run(const struct bench_env *env, const struct bench_workload *wl,
   char *argv[] = { "fio", "--output-format=json", output, job, NULL };
   double cpu_fio0 = 0, cpu_srv0 = 0, cpu_fio1 = 0, cpu_srv1 = 0, t0;
   struct bench_fio_result res;
+  struct rss_watch rss;
   FILE *f;
   pid_t pid;
   int rc, st = 0;
@@ -122,10 +160,14 @@ int bench_fio_run(const struct bench_env *env, const struct bench_workload *wl,
     bench_proc_cpu(server_pid, &cpu_srv0);
   }
   /* fio stops by itself after the runtime; give it two minutes more, then kill it */
+  rss_watch(&rss, server_pid, t0 + o->ramp_s + o->runtime_s / 4.0);
   while (!bench_proc_exited(pid) && !bench_proc_interrupted() &&
          bench_proc_now() < t0 + o->ramp_s + o->runtime_s + 120.0) {
     usleep(20000);
+    rss_watch(&rss, server_pid, 0);
   }
+  s->rss_max_kib = rss.max;
+  s->rss_growth_kib = rss.quarter > 0 ? rss.last - rss.quarter : 0;
   if (bench_proc_interrupted()) {
     kill(pid, SIGINT);
   }

@@ -399,7 +399,7 @@ int bench_guest_run(struct bench_env *env, const struct bench_config *cfg,
   char name[200], timeout[32], files[BENCH_MAX_WORKLOADS][PATH_MAX + 32];
   char files9p[8][PATH_MAX + 32], wrapper[PATH_MAX], prologue[1024], ninep_file[PATH_MAX];
   char *argv[24 + 2 * BENCH_MAX_WORKLOADS + 16];
-  struct bench_fio_target t = { "io_uring", "${DISK}", NULL, o->size };
+  struct bench_fio_target t = { .ioengine = "io_uring", .filename = "${DISK}", .size = o->size };
   bool ninep = cfg->backing == BENCH_GUEST_9P;
   char old_qemu[PATH_MAX] = "";
   bool had_qemu = false;

@@ -21,22 +21,28 @@ static double json_number(const cJSON *obj, const char *name)
   return 0.0;
 }
 
-/* Returns the 99th percentile of a fio latency object ({"percentile": {"99.000000": N}}). */
-static double json_p99(const cJSON *lat)
+/* Returns percentile p of a fio latency object ({"percentile": {"99.000000": N}}), 0 when
+ * fio did not report it. */
+static double json_pct(const cJSON *lat, double p)
 {
   const cJSON *pct = cJSON_GetObjectItemCaseSensitive(lat, "percentile");
   const cJSON *item;
 
   cJSON_ArrayForEach(item, pct) {
-    if (item->string != NULL && strtod(item->string, NULL) == 99.0 && cJSON_IsNumber(item)) {
+    if (item->string != NULL && strtod(item->string, NULL) == p && cJSON_IsNumber(item)) {
       return item->valuedouble;
     }
   }
   return 0.0;
 }
 
+static double json_p99(const cJSON *lat)
+{
+  return json_pct(lat, 99.0);
+}
+
 static void json_dir(const cJSON *job, const char *dir, double *iops, double *bw, double *ios,
-                     double *p99)
+                     double *p99, double *p50)
 {
   const cJSON *d = cJSON_GetObjectItemCaseSensitive(job, dir);
 
@@ -44,6 +50,7 @@ static void json_dir(const cJSON *job, const char *dir, double *iops, double *bw
   *bw = json_number(d, "bw_bytes");
   *ios = json_number(d, "total_ios");
   *p99 = json_p99(cJSON_GetObjectItemCaseSensitive(d, "clat_ns"));
+  *p50 = json_pct(cJSON_GetObjectItemCaseSensitive(d, "clat_ns"), 50.0);
 }
 
 /* Returns the start of the JSON object: the first '{' that begins a line. */
@@ -99,9 +106,11 @@ int bench_json_parse_fio(const char *text, size_t len, const char *jobname,
   }
   out->error = (int)json_number(found, "error");
   out->runtime_ms = json_number(found, "job_runtime");
-  json_dir(found, "read", &out->read_iops, &out->read_bw, &out->read_ios, &out->read_p99_ns);
+  out->sys_cpu_pct = json_number(found, "sys_cpu");
+  json_dir(found, "read", &out->read_iops, &out->read_bw, &out->read_ios, &out->read_p99_ns,
+           &out->read_p50_ns);
   json_dir(found, "write", &out->write_iops, &out->write_bw, &out->write_ios,
-           &out->write_p99_ns);
+           &out->write_p99_ns, &out->write_p50_ns);
   sync = cJSON_GetObjectItemCaseSensitive(found, "sync");
   out->sync_ios = json_number(sync, "total_ios");
   out->sync_p99_ns = json_p99(cJSON_GetObjectItemCaseSensitive(sync, "lat_ns"));
@@ -158,6 +167,9 @@ void bench_json_fill_sample(const struct bench_fio_result *f, const struct bench
   s->ios = f->read_ios + f->write_ios;
   s->p99_us = (f->read_p99_ns > f->write_p99_ns ? f->read_p99_ns : f->write_p99_ns) / 1e3;
   s->fsync_p99_us = f->sync_p99_ns / 1e3;
+  s->p50_us = (f->read_p50_ns > f->write_p50_ns ? f->read_p50_ns : f->write_p50_ns) / 1e3;
+  /* sys_cpu is a percentage of job_runtime (ms): kernel CPU-µs, per I/O */
+  s->client_sys_us = s->ios > 0 ? f->sys_cpu_pct / 100.0 * f->runtime_ms * 1e3 / s->ios : 0.0;
   switch (wl->unit) {
   case BENCH_UNIT_IOPS:
     s->value = s->iops;

@@ -16,6 +16,8 @@ struct bench_fio_result {
   double read_bw, write_bw;       /* bytes per second */
   double read_ios, write_ios;     /* I/Os completed */
   double read_p99_ns, write_p99_ns; /* completion latency (clat) p99 */
+  double read_p50_ns, write_p50_ns; /* and p50 */
+  double sys_cpu_pct;             /* "sys_cpu": fio's kernel CPU, % of job_runtime */
   double sync_ios;                /* fsyncs (NBD flushes) completed */
   double sync_p99_ns;             /* their latency p99 */
 };
@@ -31,8 +33,9 @@ int bench_json_parse_fio(const char *text, size_t len, const char *jobname,
  * when the file cannot be read, or the parser's error. */
 int bench_json_parse_fio_file(const char *path, const char *jobname, struct bench_fio_result *out);
 
-/* Fills the figures of sample *s (value in wl's unit, IOPS, MB/s, I/O count, p99 and fsync p99
- * in µs) from fio's result. CPU figures and the wall time are left alone. */
+/* Fills the figures of sample *s (value in wl's unit, IOPS, MB/s, I/O count, p50, p99 and
+ * fsync p99 in µs, fio's kernel CPU per I/O in µs) from fio's result. CPU figures and the
+ * wall time are left alone. */
 void bench_json_fill_sample(const struct bench_fio_result *f, const struct bench_workload *wl,
                             struct bench_sample *s);
 

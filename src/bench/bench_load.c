@@ -13,6 +13,7 @@
 #include "bench/bench_load.h"
 #include "bench/bench_stats.h"
 #include "bench/bench_util.h"
+#include "bench/bench_variants.h"
 #include "bench/bench_workloads.h"
 #include "util/log.h"
 
@@ -127,7 +128,24 @@ static int option_copy(const cJSON *o, const char *name, char **out)
   return 0;
 }
 
-static int load_options(const cJSON *o, struct bench_results *r)
+/* The title of the row called `name` in the report's "configs" array, or NULL. */
+static const char *config_title(const cJSON *configs, const char *name)
+{
+  const cJSON *c;
+
+  cJSON_ArrayForEach(c, configs) {
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(c, "name");
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "title");
+
+    if (cJSON_IsString(n) && cJSON_IsString(t) && strcmp(n->valuestring, name) == 0) {
+      return t->valuestring;
+    }
+  }
+  return NULL;
+}
+
+/* configs: the report's "configs" array (the titles of an A/B's NAME@K rows). */
+static int load_options(const cJSON *o, const cJSON *configs, struct bench_results *r)
 {
   const cJSON *item;
 
@@ -153,7 +171,14 @@ static int load_options(const cJSON *o, struct bench_results *r)
   cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(o, "configs")) {
     const struct bench_config *c =
       cJSON_IsString(item) ? bench_configs_find(item->valuestring) : NULL;
+    const char *title = cJSON_IsString(item) ? config_title(configs, item->valuestring) : NULL;
 
+    if (cJSON_IsString(item) && (c == NULL || (title != NULL && strcmp(title, c->title) != 0))) {
+      /* a row of another binary (--diskgate): NAME@K, or NAME with the binary in its title */
+      const struct bench_config *v = bench_variants_named(item->valuestring, title);
+
+      c = v != NULL ? v : c;
+    }
     if (c == NULL || r->nconfigs >= BENCH_MAX_CONFIGS) {
       fprintf(stderr, "diskgate bench: unknown configuration '%s' in the report\n",
               cJSON_IsString(item) ? item->valuestring : "?");
@@ -207,6 +232,10 @@ static void load_run(const cJSON *o, struct bench_sample *s)
   s->ios = num(o, "ios");
   s->p99_us = num(o, "p99_us");
   s->fsync_p99_us = num(o, "fsync_p99_us");
+  s->p50_us = num(o, "p50_us");
+  s->client_sys_us = num(o, "client_sys_us_per_io");
+  s->rss_max_kib = num(o, "rss_max_kib");
+  s->rss_growth_kib = num(o, "rss_growth_kib");
   s->cpu_server_s = num(o, "cpu_server_s");
   s->cpu_client_s = num(o, "cpu_client_s");
   s->cpu_per_kio = num(o, "cpu_per_unit");
@@ -273,7 +302,8 @@ int bench_load_json(const char *path, struct bench_results *r)
   tree = cJSON_GetObjectItemCaseSensitive(root, "copy_tree");
   r->tree_files = (unsigned)num(tree, "files");
   r->tree_bytes = (uint64_t)num(tree, "bytes");
-  rc = load_options(cJSON_GetObjectItemCaseSensitive(root, "options"), r);
+  rc = load_options(cJSON_GetObjectItemCaseSensitive(root, "options"),
+                    cJSON_GetObjectItemCaseSensitive(root, "configs"), r);
   if (rc == 0) {
     rc = load_machine(cJSON_GetObjectItemCaseSensitive(root, "machine"), &r->machine);
   }

@@ -18,10 +18,12 @@
 #include "bench/bench_profiles.h"
 #include "bench/bench_rbd.h"
 #include "bench/bench_report.h"
+#include "bench/bench_report_targets.h"
 #include "bench/bench_run.h"
 #include "bench/bench_stats.h"
 #include "bench/bench_workloads.h"
 #include "bench/bench_util.h"
+#include "bench/bench_variants.h"
 #include "util/log.h"
 
 /* The Debian package that provides a tool. */
@@ -147,7 +149,7 @@ static void list_all(FILE *out)
     fprintf(out, "  %-30s %s (%s suite, %s)\n", wls[i].name, wls[i].title, wls[i].suite,
             bench_workloads_unit_label(wls[i].unit));
   }
-  fputs("Profiles (--profile): quick, seeds, sync, rbd, all\n", out);
+  fputs("Profiles (--profile): quick, seeds, sync, rbd, peers, scaling, all\n", out);
 }
 
 /* The command line as a POSIX shell would take it back: an argument that is empty or holds
@@ -325,12 +327,12 @@ static int render_main(const struct bench_opts *opts)
     return 2; /* a bad command line */
   }
   rc = 0;
-  if (write_report(&env, "bench.md", bench_report_md_write, &r) < 0 ||
+  if (write_report(&env, "bench.md", bench_report_targets_md_write, &r) < 0 ||
       write_report(&env, "bench.json", bench_report_json_write, &r) < 0 ||
       write_report(&env, "bench.svg", bench_report_svg_write, &r) < 0) {
     rc = 1;
   } else {
-    bench_report_md_write(stdout, &r);
+    bench_report_targets_md_write(stdout, &r);
   }
   free(r.cells);
   return rc;
@@ -365,7 +367,7 @@ int bench_main(int argc, char **argv)
     fprintf(stderr, "diskgate bench: nothing to run: no selected workload applies to the "
                     "selected configurations\n");
   }
-  if (rc < 0) {
+  if (rc < 0 || bench_variants_apply(&r.opts, &r, stderr) < 0) {
     return 2;
   }
   if (drop_copy_unless_root(&r) == 0) {
@@ -424,10 +426,10 @@ int bench_main(int argc, char **argv)
   r.tree_files = env.tree_files;
   bench_fmt(r.machine.accel, sizeof(r.machine.accel), "%s", env.accel);
   bench_stats_results_finish(&r);
-  written = write_report(&env, "bench.md", bench_report_md_write, &r) == 0 &&
+  written = write_report(&env, "bench.md", bench_report_targets_md_write, &r) == 0 &&
             write_report(&env, "bench.json", bench_report_json_write, &r) == 0 &&
             write_report(&env, "bench.svg", bench_report_svg_write, &r) == 0;
-  bench_report_md_write(stdout, &r); /* the table, even when --out could not take it */
+  bench_report_targets_md_write(stdout, &r); /* the table, even when --out could not take it */
   if (bench_proc_interrupted()) {
     status = 128 + bench_proc_interrupt_signal(); /* as a shell reports it: 130 for Ctrl-C */
   }

@@ -108,6 +108,31 @@ int bench_proc_spawn(char *const argv[], const char *log_path, int stdout_fd, pi
   return rc;
 }
 
+int bench_proc_rss_kib(pid_t pid, double *kib)
+{
+  char path[64], line[256];
+  FILE *f;
+  int rc = -ENOENT;
+
+  *kib = 0.0;
+  bench_fmt(path, sizeof(path), "/proc/%ld/status", (long)pid);
+  f = fopen(path, "re");
+  if (f == NULL) {
+    return -errno;
+  }
+  while (fgets(line, sizeof(line), f) != NULL) {
+    unsigned long long v;
+
+    if (sscanf(line, "VmRSS: %llu kB", &v) == 1) {
+      *kib = (double)v;
+      rc = 0;
+      break;
+    }
+  }
+  fclose(f);
+  return rc;
+}
+
 int bench_proc_cpu(pid_t pid, double *seconds)
 {
   char path[64], buf[1024];

@@ -35,6 +35,11 @@ int bench_proc_spawn_io(char *const argv[], int stdout_fd, int stderr_fd, pid_t 
  * cstime of /proc/PID/stat), in seconds. Works on a zombie. Returns 0 or -errno. */
 int bench_proc_cpu(pid_t pid, double *seconds);
 
+/* Reads the resident set size of process pid (VmRSS of /proc/PID/status) into *kib, in KiB.
+ * Returns 0, -errno when the file cannot be read, -ENOENT when it has no VmRSS line (a
+ * zombie). */
+int bench_proc_rss_kib(pid_t pid, double *kib);
+
 /* Waits for child pid to exit, up to timeout_s seconds (< 0: forever); after the timeout it
  * kills it with SIGKILL and returns -ETIMEDOUT. Before reaping it reads the child's CPU time
  * into *cpu_s (when not NULL; 0 if unreadable). Sets *status to the raw wait status (when not

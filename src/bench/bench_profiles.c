@@ -34,6 +34,15 @@ static const struct profile profiles[] = {
     "randwrite-4k-qd8,randwrite-4k-qd8-fsync,copy", 3, 10, 2ull << 30 },
   { "rbd", "diskgate-rbd,qemu-nbd-rbd", "randread-4k,randwrite-4k,read-1m,write-1m", 3, 10,
     1ull << 30 },
+  { "peers",
+    "host,host-batched,host-buffered,diskgate-unix-direct-full,diskgate-unix-writeback-full,"
+    "diskgate-tcp-direct-full,qemu-nbd-unix,qemu-nbd-tcp,nbdkit-unix",
+    "randread-4k,randwrite-4k,randread-4k-4j,randwrite-4k-4j,read-1m,write-1m,"
+    "randwrite-4k-qd8-fsync-4j,randread-4k-qd1,randrw-4k-16x64", 3, 5, 1ull << 30 },
+  /* diskgate direct beside qemu-nbd (both O_DIRECT), diskgate writeback beside nbdkit (both
+   * the page cache), each point once, as % of the host path at the same depth */
+  { "scaling", "host,diskgate-unix-direct-full,qemu-nbd-unix,diskgate-unix-writeback-full,"
+    "nbdkit-unix", "randread-4k-*x*", 1, 5, 1ull << 30 },
   { "all", "*", "*", 3, 10, 2ull << 30 },
 };
 

@@ -1,4 +1,5 @@
-/* bench_profiles.h: the profiles (quick, seeds, sync, rbd, all) and the selection of rows and
+/* bench_profiles.h: the profiles (quick, seeds, sync, rbd, peers, scaling,
+ * all) and the selection of rows and
  * columns from --configs / --workloads. Main thread only. */
 #ifndef DISKGATE_BENCH_PROFILES_H
 #define DISKGATE_BENCH_PROFILES_H

@@ -6,6 +6,7 @@
 
 #include "bench/bench_configs.h"
 #include "bench/bench_report.h"
+#include "bench/bench_report_targets.h"
 #include "bench/bench_stats.h"
 #include "bench/bench_workloads.h"
 
@@ -130,6 +131,10 @@ static cJSON *run_json(const struct bench_sample *s)
   cJSON_AddNumberToObject(o, "ios", s->ios);
   cJSON_AddNumberToObject(o, "p99_us", s->p99_us);
   cJSON_AddNumberToObject(o, "fsync_p99_us", s->fsync_p99_us);
+  cJSON_AddNumberToObject(o, "p50_us", s->p50_us);
+  cJSON_AddNumberToObject(o, "client_sys_us_per_io", s->client_sys_us);
+  cJSON_AddNumberToObject(o, "rss_max_kib", s->rss_max_kib);
+  cJSON_AddNumberToObject(o, "rss_growth_kib", s->rss_growth_kib);
   cJSON_AddNumberToObject(o, "cpu_server_s", s->cpu_server_s);
   cJSON_AddNumberToObject(o, "cpu_client_s", s->cpu_client_s);
   cJSON_AddNumberToObject(o, "cpu_per_unit", s->cpu_per_kio);
@@ -218,6 +223,7 @@ int bench_report_json_write(FILE *f, const struct bench_results *r)
       cJSON_AddItemToArray(arr, cell_json(r, &r->cells[c * r->nworkloads + w], b));
     }
   }
+  bench_report_targets_json_add(root, r);
   text = cJSON_Print(root);
   cJSON_Delete(root);
   if (text == NULL) {

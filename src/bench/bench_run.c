@@ -14,6 +14,8 @@
 #include "bench/bench_report.h"
 #include "bench/bench_run.h"
 #include "bench/bench_server.h"
+#include "bench/bench_targets.h"
+#include "bench/bench_variants.h"
 #include "bench/bench_util.h"
 
 /* Progress accounting. */
@@ -45,6 +47,10 @@ void bench_run_plan(struct bench_results *r)
       if (cell->wl->kind == BENCH_WL_COPY && geteuid() != 0) {
         cell->state = BENCH_CELL_NA;
         bench_fmt(cell->note, sizeof(cell->note), "the copy test needs root (mkfs, mount)");
+      } else if (strcmp(r->opts.profile, "peers") == 0 &&
+                 !bench_targets_uses(bench_variants_base(cell->cfg)->name, cell->wl->name)) {
+        cell->state = BENCH_CELL_NA; /* the peers profile runs the targets' cells only */
+        bench_fmt(cell->note, sizeof(cell->note), "no target reads this cell");
       } else if (bench_configs_applies(cell->cfg, cell->wl, &why)) {
         cell->state = BENCH_CELL_PENDING;
       } else {
@@ -199,7 +205,13 @@ static int run_host_cells(struct bench_env *env, struct bench_results *r, size_t
     if (cell->wl->kind == BENCH_WL_COPY) {
       rc = copy_once(env, cfg, t, tag, s);
     } else {
-      struct bench_fio_target ft = { "io_uring", t->filename, NULL, env->opts->size };
+      struct bench_fio_target ft = {
+        .ioengine = "io_uring",
+        .filename = t->filename,
+        .size = env->opts->size,
+        .buffered = cfg->kind == BENCH_CFG_HOST && bench_configs_host_mode(cfg, "writeback"),
+        .batched = cfg->kind == BENCH_CFG_HOST && bench_configs_host_mode(cfg, "batched"),
+      };
 
       if (cfg->kind == BENCH_CFG_NBD || cfg->kind == BENCH_CFG_RBD) {
         ft.ioengine = "nbd";

@@ -15,6 +15,7 @@
 #include "bench/bench_rbd.h"
 #include "bench/bench_server.h"
 #include "bench/bench_util.h"
+#include "bench/bench_variants.h"
 #include "nbd/uri.h"
 
 int bench_server_free_port(void)
@@ -99,7 +100,8 @@ static void print_log_tail(const char *path)
 int bench_server_start(const struct bench_env *env, const struct bench_config *cfg,
                        const char *file, const char *tag, struct bench_server *srv)
 {
-  char pidfile[PATH_MAX], name[64], listen[64], port_s[16], spec[PATH_MAX + 160], *argv[32];
+  char pidfile[PATH_MAX], name[64], listen[64], port_s[16], spec[PATH_MAX + 160];
+  char *argv[32 + BENCH_VARIANT_MAX_ARGS];
   bool tcp = cfg->kind == BENCH_CFG_NBD && cfg->transport == BENCH_TRANSPORT_TCP;
   bool rbd = bench_rbd_is_row(cfg);
   double deadline;
@@ -133,7 +135,7 @@ int bench_server_start(const struct bench_env *env, const struct bench_config *c
   }
   switch (cfg->server) {
   case BENCH_SERVER_DISKGATE:
-    argv[argc++] = (char *)env->self;
+    argv[argc++] = (char *)bench_variants_binary(cfg, env->self);
     argv[argc++] = "serve";
     argv[argc++] = "--export";
     argv[argc++] = BENCH_EXPORT;
@@ -150,6 +152,7 @@ int bench_server_start(const struct bench_env *env, const struct bench_config *c
     }
     argv[argc++] = "--pid-file";
     argv[argc++] = pidfile;
+    bench_variants_add_args(cfg, argv, &argc); /* after the lab's: the last value wins */
     break;
   case BENCH_SERVER_QEMU_NBD:
     argv[argc++] = "qemu-nbd";
@@ -171,7 +174,7 @@ int bench_server_start(const struct bench_env *env, const struct bench_config *c
       argv[argc++] = "--aio=io_uring";
     }
     argv[argc++] = "--persistent";
-    argv[argc++] = "--shared=16";
+    argv[argc++] = "--shared=64"; /* the scaling profile's most connections */
     argv[argc++] = "--pid-file";
     argv[argc++] = pidfile;
     break;

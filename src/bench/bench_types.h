@@ -12,7 +12,8 @@
 
 #define BENCH_MAX_RUNS 50
 #define BENCH_MAX_CONFIGS 64
-#define BENCH_MAX_WORKLOADS 16
+#define BENCH_MAX_WORKLOADS 48
+#define BENCH_MAX_VARIANTS 8 /* --diskgate given more than once (an A/B) */
 
 /* How a workload's headline figure is expressed. */
 enum bench_unit {
@@ -39,6 +40,7 @@ struct bench_workload {
   bool fsync;         /* fio fsync=1: a flush after every write */
   bool large_seq;     /* a large sequential job (the only ones the 9p row runs) */
   enum bench_unit unit;
+  unsigned numjobs;   /* fio numjobs (for the nbd engine, one connection each); 0 means 1 */
 };
 
 enum bench_cfg_kind {
@@ -86,7 +88,10 @@ struct bench_config {
   enum bench_server_kind server;     /* NBD rows, and guest rows backed by NBD */
   enum bench_transport transport;    /* NBD rows */
   const char *sync_mode;             /* diskgate --sync (full, fsync, none) or NULL */
-  const char *cache_mode;            /* diskgate --cache (direct, writeback) or NULL */
+  const char *cache_mode;            /* diskgate --cache (direct, writeback) or NULL; host
+                                      * rows: NULL (O_DIRECT, one I/O per submit), "batched"
+                                      * (O_DIRECT, whole queue per submit) or "writeback"
+                                      * (the page cache, fio direct=0) */
   unsigned sector;                   /* host-dev: logical sector size of the loop device */
   enum bench_guest_backing backing;  /* guest rows */
   bool nvme;                         /* guest rows: emulated NVMe instead of virtio-blk */
@@ -102,6 +107,10 @@ struct bench_sample {
   double ios;           /* I/Os completed after the ramp (read + write) */
   double p99_us;        /* p99 completion latency, µs (the worse of read and write) */
   double fsync_p99_us;  /* p99 fsync (NBD flush) latency, µs; 0 without fsync */
+  double p50_us;        /* p50 completion latency, µs (the worse of read and write) */
+  double client_sys_us; /* fio's own kernel (system) CPU per I/O, µs, from its JSON */
+  double rss_max_kib;   /* the server's largest VmRSS during the run, KiB; 0 without one */
+  double rss_growth_kib; /* its VmRSS at the end minus a quarter into the measured window */
   double cpu_server_s;  /* CPU-seconds of the server process during the measured window */
   double cpu_client_s;  /* CPU-seconds of the client (fio, cp, or the QEMU process) */
   double cpu_per_kio;   /* (server + client) CPU-seconds per 1000 I/Os; per GiB for copy */
@@ -150,6 +159,8 @@ struct bench_opts {
   const char *render;        /* re-render the reports of this bench.json, run nothing */
   const char *ceph_conf;     /* rbd rows: an existing cluster's ceph.conf, NULL = start one */
   const char *rbd_image;     /* rbd rows: POOL/IMAGE the lab creates and removes */
+  const char *variants[BENCH_MAX_VARIANTS]; /* --diskgate PATH[:ARGS], in command-line order */
+  unsigned nvariants;
   bool runs_set, runtime_set, size_set; /* given on the command line */
 };
 

@@ -104,6 +104,38 @@ static void test_profile_defaults(void **state)
   assert_string_equal(err, "");
 }
 
+/* The peers profile's defaults; --diskgate given twice is an A/B, --rounds is --runs. */
+static void test_profile_peers_and_ab(void **state)
+{
+  struct bench_opts o;
+  char err[256];
+
+  (void)state;
+  assert_int_equal(parse(&o, err, sizeof(err), "--profile", "peers", NULL), BENCH_CLI_OK);
+  assert_string_equal(o.profile, "peers");
+  assert_int_equal(o.runs, 3);
+  assert_int_equal(o.runtime_s, 5);
+  assert_int_equal(o.size, 1ull << 30);
+  assert_int_equal(o.nvariants, 0);
+
+  assert_int_equal(parse(&o, err, sizeof(err), "--diskgate", "old/diskgate", "--rounds", "6",
+                         "--diskgate=build/diskgate:--engine threads", NULL),
+                   BENCH_CLI_OK);
+  assert_int_equal(o.runs, 6);
+  assert_true(o.runs_set);
+  assert_int_equal(o.nvariants, 2);
+  assert_string_equal(o.variants[0], "old/diskgate");
+  assert_string_equal(o.variants[1], "build/diskgate:--engine threads");
+
+  assert_int_equal(parse(&o, err, sizeof(err), "--diskgate", "a", "--diskgate", "b",
+                         "--diskgate", "c", "--diskgate", "d", "--diskgate", "e", "--diskgate",
+                         "f", "--diskgate", "g", "--diskgate", "h", "--diskgate", "i", NULL),
+                   -EINVAL);
+  assert_string_equal(err, "diskgate bench: --diskgate is given more than 8 times (at 'i')\n");
+  assert_int_equal(parse(&o, err, sizeof(err), "--rounds", "0", NULL), -EINVAL);
+  assert_non_null(strstr(err, "--runs wants a number from 1 to 50, not '0'"));
+}
+
 /* Every bad command line: BENCH_CLI error and exactly one line naming the problem. */
 static void test_bad_command_lines(void **state)
 {
@@ -334,6 +366,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_sizes),
     cmocka_unit_test(test_profile_defaults),
+    cmocka_unit_test(test_profile_peers_and_ab),
     cmocka_unit_test(test_bad_command_lines),
     cmocka_unit_test(test_option_errors_name_the_fault),
     cmocka_unit_test(test_option_like_value_given_with_equals),
