@@ -141,8 +141,9 @@ struct backing {
   char start_note[192];
 };
 
-/* Opens the backing named by `spec`: "rbd:POOL/IMAGE[@SNAP]" for Ceph, anything else a
- * path (regular file, block or character device). Returns 0 and *out, or -errno:
+/* Opens the backing named by `spec`: "rbd:POOL/IMAGE[@SNAP]" for Ceph, "faulty:PATH" for
+ * the fault-injecting backing (backing/faulty/faulty.h; built only with the tests), anything
+ * else a path (regular file, block or character device). Returns 0 and *out, or -errno:
  * -ENOENT (missing), -EACCES, -EBUSY (already served: the lock is held), -EISDIR,
  * -EINVAL (unsupported kind), -ENOTSUP (backing kind not built in). Any thread, but not
  * concurrently for the same spec (the server opens once: at start-up, or in export_attach
@@ -158,7 +159,8 @@ struct backing_spec_info {
 
 /* Checks spec's syntax without opening or touching anything. Returns 0 and *info, or
  * -EINVAL (malformed: the rbd: form is "rbd:POOL[/NAMESPACE]/IMAGE[@SNAP]") or -ENOTSUP
- * (backing kind not built in). A path is not looked at: backing_open reports on it.
+ * (backing kind not built in: rbd: without librbd, faulty: without the tests). A path is
+ * not looked at: backing_open reports on it.
  * Any thread. */
 int backing_spec_check(const char *spec, struct backing_spec_info *info);
 

@@ -381,6 +381,12 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
             cfg->path_shown);
     return 2;
   }
+  if (rc == -ENOTSUP) {
+    /* rbd: without librbd at build time; faulty: in a build without the tests */
+    fprintf(stderr, "diskgate serve: %s: unknown backing kind (not built into this diskgate)\n",
+            cfg->path_shown);
+    return 2;
+  }
   if (rc == 0 && info.costly) {
     /* Opened by the first NBD_OPT_GO (issue 5: nothing expensive before a client
      * negotiates); a snapshot is read-only by nature, even without --read-only. Its

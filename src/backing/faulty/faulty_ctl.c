@@ -1,7 +1,7 @@
 /* faulty_ctl.c: the fault-injecting backing's control protocol (see faulty.h for the
  * commands and their replies): command parsing and execution (faulty_command, under
  * fb->lock), and the control thread that serves the Unix socket at $DISKGATE_TEST_FAULTS. */
-#include "backing/faulty_impl.h"
+#include "backing/faulty/faulty_impl.h"
 
 #include <errno.h>
 #include <inttypes.h>
