@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "backing/backing.h"
+#include "nbd/reply.h"
 #include "nbd/request.h"
 #include "server/fence.h"
 
