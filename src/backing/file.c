@@ -465,7 +465,7 @@ static void file_close(struct backing *b)
   struct file_backing *fb = (struct file_backing *)b;
 
   /* A last sync at shutdown, so that nothing is left only in the cache. If it fails, writes
-   * that no client flushed may be lost: the operator is told (helper-54: it was silent). */
+   * that no client flushed may be lost: the operator is told. */
   if (!fb->base.opts.read_only && fb->base.opts.sync != SYNC_NONE &&
       fdatasync(fb->fd_buffered) < 0) {
     log_error("file: the last sync at shutdown failed: %s (writes that no client flushed may "

@@ -81,7 +81,7 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
     return 2;
   }
   if (rc == 0 && info.costly) {
-    /* Opened by the first NBD_OPT_GO (issue 5: nothing expensive before a client
+    /* Opened by the first NBD_OPT_GO (nothing expensive happens before a client
      * negotiates); a snapshot is read-only by nature, even without --read-only. Its
      * libraries are loaded now (librbd: backing/rbd_lib.h), so that a missing one fails
      * here. */

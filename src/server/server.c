@@ -89,7 +89,7 @@ static void *conn_main(void *arg)
     log_warn("%s: TLS error during option haggling (%s); closing", c->peer,
              transport_read_error(&c->transport, rc));
   }
-  /* With TLS, close_notify before the TCP close (spec "TLS support"; rule 33), unless a
+  /* With TLS, close_notify before the TCP close (spec "TLS support"; spec rule 33), unless a
    * reply could not be sent: the peer is gone. Both connection threads are done here. */
   transport_close(&c->transport, !c->send_failed);
   pthread_mutex_lock(&s->lock);

@@ -389,7 +389,7 @@ void tls_readers_stop(void)
  * The end of the stream that the drain's shutdown(SHUT_RD) makes is not shown to GnuTLS:
  * it would take it for a truncation attack (GNUTLS_E_PREMATURE_TERMINATION) and invalidate
  * the session, and the replies still in flight and the close_notify could not be sent
- * (helper-54). It reads as "no data yet"; socket_wait_readable then ends the reads. */
+ * then. It reads as "no data yet"; socket_wait_readable then ends the reads. */
 static ssize_t pull_nowait(gnutls_transport_ptr_t ptr, void *buf, size_t len)
 {
   ssize_t n = recv((int)(intptr_t)ptr, buf, len, MSG_DONTWAIT);

@@ -1,7 +1,7 @@
 /* txn_pool.h: a connection's free list of requests (struct conn_req) with their buffers,
- * so the steady state of a connection allocates nothing per request (issue 4: "no
- * per-request malloc"). callgrind measured txn_alloc + txn_free at about 2,000 of the
- * 3,100 user-space instructions of a 4K read before the pool (docs/performance.md).
+ * so the steady state of a connection allocates nothing per request: a malloc and free
+ * per request would cost about two thirds of the user-space instructions of a 4K read
+ * (callgrind, docs/performance.md).
  *
  * Bounds (memory stays what the in-flight limits allow, plus at most this much idle):
  * at most TXN_POOL_MAX requests kept, buffers of at most TXN_POOL_BUF_MAX bytes each
