@@ -99,12 +99,12 @@ struct backing_op {
   void (*done)(struct backing_op *op, int result);
   void *opaque;       /* the caller's */
   /* The engine to submit file I/O to (NULL: the backing's). A caller running an event
-   * loop (server/loop.c) passes its ring's engine and sets `nonblocking`: then submit never
+   * loop (io/loop.c) passes its ring's engine and sets `nonblocking`: then submit never
    * waits (work that must wait, such as a read-modify-write's gate, moves to a worker). */
   struct engine *engine;
   bool nonblocking;
   /* READ/WRITE with `engine` set: buf lies in the buffer registered in slot fixed_buf - 1
-   * of that engine's ring (server/loop_bufs.h); 0: not registered. Backings that do not
+   * of that engine's ring (io/loop_bufs.h); 0: not registered. Backings that do not
    * submit to `engine` ignore it. */
   unsigned fixed_buf;
   /* For a layer between the caller and the backing (server/durability.c): the callback

@@ -20,9 +20,10 @@
 #include "nbd/proto.h"
 #include "nbd/uri.h"
 #include "server/accept_guard.h"
+#include "server/conn_loop.h"
 #include "server/export.h"
 #include "server/listen.h"
-#include "server/loop.h"
+#include "io/loop.h"
 #include "server/pid_file.h"
 #include "server/serve_args.h"
 #include "server/server.h"
@@ -422,7 +423,7 @@ static void serve_loops_start(const struct serve_config *cfg, struct engine *eng
              fd_budget_describe(why, sizeof why));
     return;
   }
-  int rc = loop_start_all(cfg->threads, engine, &server->loops);
+  int rc = loop_start_all(cfg->threads, &conn_loop_ops, engine, &server->loops);
   if (rc < 0) {
     log_warn("cannot start the event loops (%s); connections use threads", strerror(-rc));
   } else {

@@ -8,7 +8,7 @@
  * (larger ones are freed on put) and TXN_POOL_BYTES_MAX bytes of idle buffers in all.
  * Buffers are 4096-aligned (O_DIRECT).
  * Registered buffers: an event loop registers a request's buffer with its ring
- * (conn_req.buf_fixed, server/loop_bufs.h) and sets buf_unregister; the pool calls it
+ * (conn_req.buf_fixed, io/loop_bufs.h) and sets buf_unregister; the pool calls it
  * before it frees or replaces such a buffer, and txn_pool_unregister_all empties the
  * slots of the idle ones when the loop lets the connection go. Those calls happen on the
  * thread that frees, which on a loop is the loop's own thread (the only one allowed to).
