@@ -83,13 +83,25 @@ static void loop_wake(struct loop *l)
   (void)n; /* a full counter still wakes the loop */
 }
 
-void loop_post(struct loop *l, struct loop_post *p)
+/* Pushes a client to adopt (c) or posted work (p), whichever is not NULL, onto the inbox
+ * and wakes the loop. Any thread. */
+static void inbox_push(struct loop *l, struct loop_client *c, struct loop_post *p)
 {
   pthread_mutex_lock(&l->lock);
-  p->next = l->inbox_posts;
-  l->inbox_posts = p;
+  if (c != NULL) {
+    c->next = l->inbox_clients;
+    l->inbox_clients = c;
+  } else {
+    p->next = l->inbox_posts;
+    l->inbox_posts = p;
+  }
   pthread_mutex_unlock(&l->lock);
   loop_wake(l);
+}
+
+void loop_post(struct loop *l, struct loop_post *p)
+{
+  inbox_push(l, NULL, p);
 }
 
 void loop_mark(struct loop *l, struct loop_client *c)
@@ -324,11 +336,7 @@ struct loop *loop_pick(struct loop **loops, unsigned n)
 
 void loop_add(struct loop *l, struct loop_client *c)
 {
-  pthread_mutex_lock(&l->lock);
-  c->next = l->inbox_clients;
-  l->inbox_clients = c;
-  pthread_mutex_unlock(&l->lock);
-  loop_wake(l);
+  inbox_push(l, c, NULL);
 }
 
 void loop_stop_all(struct loop **loops, unsigned n)

@@ -236,10 +236,31 @@ static int option_apply_setting(struct serve_config *cfg, int c, const char *val
   }
 }
 
+/* Where the value of an option naming a file, a directory or a user goes (kept as given:
+ * the opens check it); NULL for the other options. */
+static const char **option_path_slot(struct serve_config *cfg, int c)
+{
+  switch (c) {
+  case OPT_PID_FILE:
+    return &cfg->pid_file;
+  case OPT_CEPH_CONF:
+    return &cfg->opts.ceph_conf;
+  case OPT_CEPH_ID:
+    return &cfg->opts.ceph_id;
+  case OPT_TLS_CERTS:
+    return &cfg->tls_cert_dir;
+  case OPT_TLS_PSK:
+    return &cfg->tls_psk_file;
+  default:
+    return NULL;
+  }
+}
+
 /* Applies option c (getopt_long's return) with its value optarg. Returns -1 to go on, or
  * an exit status. */
 static int option_apply(struct serve_config *cfg, int c, char **argv)
 {
+  const char **slot;
   int status;
 
   switch (c) {
@@ -253,21 +274,6 @@ static int option_apply(struct serve_config *cfg, int c, char **argv)
   case OPT_FORCE_SHARE:
     cfg->opts.force_share = true;
     return -1;
-  case OPT_PID_FILE:
-    cfg->pid_file = optarg;
-    return -1;
-  case OPT_CEPH_CONF:
-    cfg->opts.ceph_conf = optarg;
-    return -1;
-  case OPT_CEPH_ID:
-    cfg->opts.ceph_id = optarg;
-    return -1;
-  case OPT_TLS_CERTS:
-    cfg->tls_cert_dir = optarg;
-    return -1;
-  case OPT_TLS_PSK:
-    cfg->tls_psk_file = optarg;
-    return -1;
   case OPT_VERBOSE:
     log_set_level(LOG_DEBUG);
     return -1;
@@ -275,6 +281,11 @@ static int option_apply(struct serve_config *cfg, int c, char **argv)
     fputs(serve_usage, stdout);
     return 0;
   default:
+    slot = option_path_slot(cfg, c);
+    if (slot != NULL) {
+      *slot = optarg;
+      return -1;
+    }
     status = c == '?' || c == ':' ? 0 : option_apply_setting(cfg, c, optarg);
     if (status == 0) {
       char msg[512];
