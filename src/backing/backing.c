@@ -4,8 +4,10 @@
 #include <errno.h>
 #include <string.h>
 
-#include "backing/faulty.h"
 #include "backing/file.h"
+#ifdef DISKGATE_HAVE_FAULTY
+#include "backing/faulty/faulty.h"
+#endif
 #ifdef DISKGATE_HAVE_RBD
 #include "backing/rbd.h"
 #include "backing/rbd_lib.h"
@@ -21,7 +23,11 @@ int backing_open(const char *spec, const struct backing_options *opts, struct ba
 #endif
   }
   if (strncmp(spec, "faulty:", 7) == 0) {
+#ifdef DISKGATE_HAVE_FAULTY
     return backing_faulty_open(spec + 7, opts, out);
+#else
+    return -ENOTSUP;
+#endif
   }
   return backing_file_open(spec, opts, out);
 }
@@ -36,6 +42,11 @@ int backing_spec_check(const char *spec, struct backing_spec_info *info)
     return -ENOTSUP;
 #endif
   }
+#ifndef DISKGATE_HAVE_FAULTY
+  if (strncmp(spec, "faulty:", 7) == 0) {
+    return -ENOTSUP;
+  }
+#endif
   return 0;
 }
 

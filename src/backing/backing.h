@@ -99,12 +99,12 @@ struct backing_op {
   void (*done)(struct backing_op *op, int result);
   void *opaque;       /* the caller's */
   /* The engine to submit file I/O to (NULL: the backing's). A caller running an event
-   * loop (server/loop.c) passes its ring's engine and sets `nonblocking`: then submit never
+   * loop (io/loop.c) passes its ring's engine and sets `nonblocking`: then submit never
    * waits (work that must wait, such as a read-modify-write's gate, moves to a worker). */
   struct engine *engine;
   bool nonblocking;
   /* READ/WRITE with `engine` set: buf lies in the buffer registered in slot fixed_buf - 1
-   * of that engine's ring (server/loop_bufs.h); 0: not registered. Backings that do not
+   * of that engine's ring (io/loop_bufs.h); 0: not registered. Backings that do not
    * submit to `engine` ignore it. */
   unsigned fixed_buf;
   /* For a layer between the caller and the backing (server/durability.c): the callback
@@ -141,8 +141,9 @@ struct backing {
   char start_note[192];
 };
 
-/* Opens the backing named by `spec`: "rbd:POOL/IMAGE[@SNAP]" for Ceph, anything else a
- * path (regular file, block or character device). Returns 0 and *out, or -errno:
+/* Opens the backing named by `spec`: "rbd:POOL/IMAGE[@SNAP]" for Ceph, "faulty:PATH" for
+ * the fault-injecting backing (backing/faulty/faulty.h; built only with the tests), anything
+ * else a path (regular file, block or character device). Returns 0 and *out, or -errno:
  * -ENOENT (missing), -EACCES, -EBUSY (already served: the lock is held), -EISDIR,
  * -EINVAL (unsupported kind), -ENOTSUP (backing kind not built in). Any thread, but not
  * concurrently for the same spec (the server opens once: at start-up, or in export_attach
@@ -158,7 +159,8 @@ struct backing_spec_info {
 
 /* Checks spec's syntax without opening or touching anything. Returns 0 and *info, or
  * -EINVAL (malformed: the rbd: form is "rbd:POOL[/NAMESPACE]/IMAGE[@SNAP]") or -ENOTSUP
- * (backing kind not built in). A path is not looked at: backing_open reports on it.
+ * (backing kind not built in: rbd: without librbd, faulty: without the tests). A path is
+ * not looked at: backing_open reports on it.
  * Any thread. */
 int backing_spec_check(const char *spec, struct backing_spec_info *info);
 

@@ -324,6 +324,62 @@ static void sync_channels_close(struct file_backing *fb)
   }
 }
 
+/* Opens fb->fd_buffered on path with *flags (O_RDONLY or O_RDWR). A write-protected disk
+ * (sd, sr) or a file on a read-only mount refuses O_RDWR itself: it is served read-only, as
+ * nbdkit's file plugin does, with a log line, and *flags becomes O_RDONLY. Returns 0 or
+ * -errno (fb->fd_buffered then holds it too). */
+static int file_open_buffered(struct file_backing *fb, const char *path, int *flags)
+{
+  fb->fd_buffered = open_checked(path, *flags);
+  if (fb->fd_buffered == -EROFS && !fb->base.opts.read_only) {
+    *flags = O_RDONLY;
+    fb->fd_buffered = open_checked(path, *flags);
+    if (fb->fd_buffered >= 0) {
+      char shown[LOG_SHOWN_MAX];
+      log_info("%s is on read-only storage: serving it read-only",
+               log_escape_str(shown, sizeof shown, path));
+      fb->base.opts.read_only = true;
+    }
+  }
+  return fb->fd_buffered < 0 ? fb->fd_buffered : 0;
+}
+
+/* Sets fb->is_block and fb->is_regular from fstat of fb->fd_buffered (into *st). A block
+ * device the kernel refuses every write to (EPERM), although opening it for writing works,
+ * is reopened read-only and served so (*flags O_RDONLY), so clients see
+ * NBD_FLAG_READ_ONLY instead of a writable disk whose every write fails (as nbdkit's file
+ * plugin falls back to read-only). Returns 0, or -EISDIR, -EINVAL (not a regular file,
+ * block or character device) or another -errno. */
+static int file_check_kind(struct file_backing *fb, const char *path, struct stat *st,
+                           int *flags)
+{
+  if (fstat(fb->fd_buffered, st) < 0) {
+    return -errno;
+  }
+  if (S_ISDIR(st->st_mode)) {
+    return -EISDIR;
+  }
+  fb->is_block = S_ISBLK(st->st_mode);
+  fb->is_regular = S_ISREG(st->st_mode);
+  if (fb->is_block && !fb->base.opts.read_only && block_device_is_read_only(fb->fd_buffered)) {
+    int ro = reopen_same(fb, path, O_RDONLY); /* the same inode, whatever the path is now */
+    if (ro < 0) {
+      return ro;
+    }
+    char shown[LOG_SHOWN_MAX];
+    log_info("%s is a read-only block device: serving it read-only",
+             log_escape_str(shown, sizeof shown, path));
+    close(fb->fd_buffered);
+    fb->fd_buffered = ro;
+    fb->base.opts.read_only = true;
+    *flags = O_RDONLY;
+  }
+  if (!fb->is_block && !fb->is_regular && !S_ISCHR(st->st_mode)) {
+    return -EINVAL;
+  }
+  return 0;
+}
+
 int backing_file_open(const char *path, const struct backing_options *opts,
                       struct backing **out)
 {
@@ -345,52 +401,11 @@ int backing_file_open(const char *path, const struct backing_options *opts,
   for (unsigned i = 0; i < BACKING_SYNC_CHANNELS; i++) {
     fb->sync_fd[i] = -1;
   }
-  fb->fd_buffered = open_checked(path, flags);
-  if (fb->fd_buffered == -EROFS && !fb->base.opts.read_only) {
-    /* A write-protected disk (sd, sr) or a file on a read-only mount refuses O_RDWR
-     * itself: serve it read-only, as nbdkit's file plugin does, and say so. */
-    flags = O_RDONLY;
-    fb->fd_buffered = open_checked(path, flags);
-    if (fb->fd_buffered >= 0) {
-      char shown[LOG_SHOWN_MAX];
-      log_info("%s is on read-only storage: serving it read-only",
-               log_escape_str(shown, sizeof shown, path));
-      fb->base.opts.read_only = true;
-    }
+  rc = file_open_buffered(fb, path, &flags);
+  if (rc == 0) {
+    rc = file_check_kind(fb, path, &st, &flags);
   }
-  if (fb->fd_buffered < 0) {
-    rc = fb->fd_buffered;
-    goto fail;
-  }
-  if (fstat(fb->fd_buffered, &st) < 0) {
-    rc = -errno;
-    goto fail;
-  }
-  if (S_ISDIR(st.st_mode)) {
-    rc = -EISDIR;
-    goto fail;
-  }
-  fb->is_block = S_ISBLK(st.st_mode);
-  fb->is_regular = S_ISREG(st.st_mode);
-  if (fb->is_block && !fb->base.opts.read_only && block_device_is_read_only(fb->fd_buffered)) {
-    /* The kernel refuses every write to it (EPERM), although opening it for writing
-     * works: serve it read-only, so clients see NBD_FLAG_READ_ONLY instead of a writable
-     * disk whose every write fails (as nbdkit's file plugin falls back to read-only). */
-    int ro = reopen_same(fb, path, O_RDONLY); /* the same inode, whatever the path is now */
-    if (ro < 0) {
-      rc = ro;
-      goto fail;
-    }
-    char shown[LOG_SHOWN_MAX];
-    log_info("%s is a read-only block device: serving it read-only",
-             log_escape_str(shown, sizeof shown, path));
-    close(fb->fd_buffered);
-    fb->fd_buffered = ro;
-    fb->base.opts.read_only = true;
-    flags = O_RDONLY;
-  }
-  if (!fb->is_block && !fb->is_regular && !S_ISCHR(st.st_mode)) {
-    rc = -EINVAL;
+  if (rc < 0) {
     goto fail;
   }
   rc = lock_image(fb->fd_buffered, fb->base.opts.read_only, fb->base.opts.force_share);
@@ -450,7 +465,7 @@ static void file_close(struct backing *b)
   struct file_backing *fb = (struct file_backing *)b;
 
   /* A last sync at shutdown, so that nothing is left only in the cache. If it fails, writes
-   * that no client flushed may be lost: the operator is told (helper-54: it was silent). */
+   * that no client flushed may be lost: the operator is told. */
   if (!fb->base.opts.read_only && fb->base.opts.sync != SYNC_NONE &&
       fdatasync(fb->fd_buffered) < 0) {
     log_error("file: the last sync at shutdown failed: %s (writes that no client flushed may "

@@ -676,9 +676,9 @@ int file_io_submit(struct backing *b, struct backing_op *op)
     return -EINVAL;
   }
   if (op->gate != GATE_NONE && req->opcode == ENGINE_CALL) {
-    /* Every caller, blocking or not: a TLS connection's thread that took the gate and then
-     * queued its RMW left gated calls of event-loop connections waiting at the gate for a
-     * request queued behind them (a reviewer hung the server so, TLS plus 3 x 128). */
+    /* Every caller, blocking or not, so that no gated call waits at the gate for a request
+     * queued behind it (a TLS connection's thread holding the gate while its RMW waits in
+     * the queue would hang the gated calls of event-loop connections queued before it). */
     assert(req->call == rmw_call || req->call == trim_zero_call);
     req->call = gated_call; /* the worker takes the gate; op_finish releases it */
     return engine_submit(fb->base.opts.engine, req);

@@ -87,9 +87,9 @@ struct rbd_backing {
   char *ceph_conf, *ceph_id;         /* copies of the options' strings, owned */
   uint64_t eio_logged[3];            /* errno values (< 192) already logged by map_error */
   /* Held across rbd_get_size and the store of what it returned (size_refresh), so that a
-   * size read before a resize is never stored after one read since: a GO's refresh and the
-   * header watch used to race, geo.size went back to the old size for a moment and the
-   * change was logged twice (helper-50). */
+   * size read before a resize is never stored after one read since: a GO's refresh racing
+   * the header watch would otherwise set geo.size back to the old size for a moment and
+   * log the change twice. */
   pthread_mutex_t size_lock;
 };
 

@@ -37,7 +37,7 @@ struct engine_req {
   size_t len;
   int rw_flags;               /* RWF_* for ENGINE_WRITE, else 0 */
   /* READ/WRITE: buf lies in the buffer registered in slot fixed_buf - 1 of the ring engine's
-   * ring (server/loop_bufs.h), so the ring engine uses READ_FIXED/WRITE_FIXED and the
+   * ring (io/loop_bufs.h), so the ring engine uses READ_FIXED/WRITE_FIXED and the
    * kernel does not pin the pages again; 0: not registered. Other engines ignore it, and
    * the ring engine too when it hands the request to its fallback. */
   unsigned fixed_buf;

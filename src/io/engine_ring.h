@@ -1,4 +1,4 @@
-/* engine_ring.h: an engine bound to a ring that its owner thread runs (server/loop.c).
+/* engine_ring.h: an engine bound to a ring that its owner thread runs (io/loop.c).
  *
  * On the owner thread, engine_submit only fills an SQE (user data: the request pointer with
  * ENGINE_RING_TAG in its low bits) and makes no system call: the owner submits the batch

@@ -1,9 +1,9 @@
-/* request.h: the transmission phase's wire format and request validation, as pure
- * functions over byte buffers (no sockets, no files). Any thread; nothing allocates.
+/* request.h: the transmission phase's requests: header decoding and encoding, payload
+ * length and validation against the export, as pure functions over byte buffers (no
+ * sockets, no files). Replies are encoded by reply.h. Any thread; nothing allocates.
  *
- * Source: doc/proto.md, "Transmission phase", "Request message", "Simple reply message",
- * "Structured reply chunk message", "Request types", "Error values"; rules 17-26 and 35 of
- * ../shared/nbd-spec-rules.md.
+ * Source: doc/proto.md, "Transmission phase", "Request message", "Request types";
+ * spec rules 17-26 (docs/spec-rules.md).
  */
 #ifndef DISKGATE_NBD_REQUEST_H
 #define DISKGATE_NBD_REQUEST_H
@@ -66,91 +66,11 @@ uint64_t nbd_request_payload_length(const struct nbd_request *req, bool extended
  *               headers; READ, WRITE, TRIM, WRITE_ZEROES, CACHE or BLOCK_STATUS whose offset
  *               or length is not a multiple of a min_block above 1;
  *   NBD_EPERM   WRITE, TRIM, WRITE_ZEROES on a read-only export, whatever else is wrong
- *               with them (checked before the flags, alignment and range: rule 17);
+ *               with them (checked before the flags, alignment and range: spec rule 17);
  *   NBD_ENOSPC  WRITE or WRITE_ZEROES past the end.
  * NBD_CMD_DISC is always valid. Length 0 is valid (the caller replies success without I/O). */
 uint32_t nbd_request_validate(const struct nbd_request *req,
                               const struct nbd_export_limits *limits);
-
-/* Writes a 16-byte simple reply header. */
-void nbd_simple_reply_encode(uint8_t out[NBD_SIMPLE_REPLY_SIZE], uint32_t error,
-                             uint64_t cookie);
-
-/* Writes a 20-byte structured reply chunk header. */
-void nbd_chunk_header_encode(uint8_t out[NBD_STRUCTURED_REPLY_SIZE], uint16_t flags,
-                             uint16_t type, uint64_t cookie, uint32_t length);
-
-/* Clears NBD_REPLY_FLAG_DONE in a chunk header written by nbd_chunk_header_encode or
- * nbd_ext_reply_header_encode (the flags are bytes 4-5 of both), for a chunk encoded whole
- * before the sender knew whether more chunks of its reply follow. Any thread.
- * Source: doc/proto.md "Structured reply flags". */
-void nbd_reply_header_clear_done(uint8_t *hdr);
-
-/* Writes a 32-byte extended reply header (extension-ext-header): flags, type, the
- * request's cookie and offset, payload length. */
-void nbd_ext_reply_header_encode(uint8_t out[NBD_EXTENDED_REPLY_SIZE], uint16_t flags,
-                                 uint16_t type, uint64_t cookie, uint64_t offset,
-                                 uint64_t length);
-
-/* Writes a chunk header in the negotiated style: 20 bytes (structured) or 32 bytes
- * (extended, with `offset` echoing the request). Returns the bytes written. */
-size_t nbd_reply_header_encode(uint8_t *out, bool extended, uint16_t flags, uint16_t type,
-                               uint64_t cookie, uint64_t offset, uint64_t length);
-
-/* Writes an NBD_REPLY_TYPE_OFFSET_DATA chunk header plus its 8-byte offset (28 bytes);
- * `data_length` bytes of data follow it on the wire. */
-#define NBD_OFFSET_DATA_HEADER_SIZE 28u
-void nbd_offset_data_header_encode(uint8_t out[NBD_OFFSET_DATA_HEADER_SIZE], uint16_t flags,
-                                   uint64_t cookie, uint64_t offset, uint32_t data_length);
-
-/* Writes a whole NBD_REPLY_TYPE_ERROR chunk with the DONE flag: header, error, message
- * length, message (truncated to NBD_ERROR_MESSAGE_MAX bytes at a UTF-8 character
- * boundary; the spec allows up to 4096). `out` must hold NBD_ERROR_CHUNK_MAX bytes.
- * Returns the bytes written. error must not be 0 (rule 31). */
-#define NBD_ERROR_MESSAGE_MAX 256u
-#define NBD_ERROR_CHUNK_MAX (NBD_STRUCTURED_REPLY_SIZE + 6u + NBD_ERROR_MESSAGE_MAX)
-size_t nbd_error_chunk_encode(uint8_t *out, uint64_t cookie, uint32_t error,
-                              const char *message);
-
-/* Writes a whole NBD_REPLY_TYPE_ERROR chunk (DONE set) in the negotiated style: like
- * nbd_error_chunk_encode, with a 32-byte header when `extended`. `out` must hold
- * NBD_ERROR_CHUNK_MAX + 12 bytes. Returns the bytes written. */
-size_t nbd_error_reply_encode(uint8_t *out, bool extended, uint64_t cookie, uint64_t offset,
-                              uint32_t error, const char *message);
-
-/* Writes a whole NBD_REPLY_TYPE_ERROR_OFFSET chunk (DONE set) in the negotiated style: the
- * payload of nbd_error_reply_encode followed by the 64-bit `error_offset` (bytes, the
- * first byte the error concerns; it must lie inside the request: rule 31). `offset` is
- * the request's, echoed by an extended header. `out` must hold NBD_ERROR_OFFSET_REPLY_MAX
- * bytes. Returns the bytes written. Any thread. Source: doc/proto.md "Structured reply
- * types" (the chunk may appear several times in one reply, once per offset). */
-#define NBD_ERROR_OFFSET_REPLY_MAX (NBD_ERROR_CHUNK_MAX + 12u + 8u)
-size_t nbd_error_offset_reply_encode(uint8_t *out, bool extended, uint64_t cookie,
-                                     uint64_t offset, uint32_t error, const char *message,
-                                     uint64_t error_offset);
-
-/* One base:allocation extent. */
-struct nbd_extent {
-  uint64_t length; /* bytes, > 0 */
-  uint32_t flags;  /* NBD_STATE_* */
-};
-_Static_assert(sizeof(struct nbd_extent) == 16, "in-place encoding needs 16-byte extents");
-
-/* Encodes a block status chunk for context `context_id` in place over `extents`
- * (count > 0 entries): the descriptors are rewritten in wire form at the start of the same
- * buffer (8 bytes each compact, with lengths capped at 4 GiB - 4 KiB; 16 bytes extended),
- * and the chunk header plus the context id (and descriptor count when extended) go into
- * `hdr` (at least 48 bytes). Returns the header bytes; *payload_bytes gets the descriptor
- * bytes. Flags: DONE. */
-size_t nbd_block_status_encode(uint8_t *hdr, bool extended, uint64_t cookie, uint64_t offset,
-                               uint32_t context_id, struct nbd_extent *extents,
-                               uint32_t count, size_t *payload_bytes);
-
-/* Maps a -errno (or errno) from the backing to an NBD error value (spec rule 35):
- * EPERM/EROFS/EACCES -> EPERM, EIO -> EIO, ENOMEM -> ENOMEM, ENOSPC/EDQUOT/EFBIG -> ENOSPC,
- * EOVERFLOW, ENOTSUP/EOPNOTSUPP -> ENOTSUP, ESHUTDOWN, EINVAL; anything else -> EINVAL
- * (and 0 -> NBD_SUCCESS). */
-uint32_t nbd_error_from_errno(int err);
 
 /* The command's name for logs ("READ", ...; "UNKNOWN" otherwise). */
 const char *nbd_command_name(uint16_t type);

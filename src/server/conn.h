@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "io/loop.h"
 #include "server/server.h"
 #include "server/transport.h"
 #include "server/txn_pool.h"
@@ -56,11 +57,10 @@ struct conn {
   /* Where a queued reply goes (txn.c calls it from any thread): the writer thread's queue
    * here, or the event loop's (conn_loop.c). */
   void (*reply_ready)(struct conn_req *r);
-  /* event loop (loop.c, conn_loop.c); NULL loop: the reader/writer thread path */
+  /* event loop (io/loop.c, conn_loop.c); NULL loop: the reader/writer thread path */
   struct loop *loop;
   void *loop_state;            /* conn_loop.c's; loop thread only */
-  struct conn *loop_next;      /* loop inbox / marked list; loop thread only */
-  bool loop_marked;
+  struct loop_client loop_client; /* the connection in its loop's lists */
   bool loop_done;              /* under lock: the loop has finished with the connection */
   bool loop_state_failed;      /* under lock: the loop could not adopt it */
   /* admission and the handshake deadline (admit.c, server.c), under server->lock */

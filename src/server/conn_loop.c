@@ -16,16 +16,19 @@
  */
 #include "server/conn_loop.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <liburing.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
+#include "io/loop.h"
 #include "nbd/request.h"
 #include "server/admit.h"
 #include "server/conn.h"
-#include "server/loop.h"
 #include "server/txn.h"
 #include "server/txn_pool.h"
 #include "server/txn_split.h"
@@ -33,6 +36,8 @@
 
 #define RECV_BUFFER (256u * 1024u)
 #define SEND_BATCH 64u
+#define TAG_RECV LOOP_TAG_CLIENT_0 /* CQE user data: the conn pointer | the tag */
+#define TAG_SEND LOOP_TAG_CLIENT_1
 
 struct lconn {
   struct loop *loop;
@@ -95,7 +100,8 @@ static void reply_release(struct lconn *lc, struct conn_req *r)
   lc->inflight--;
 }
 
-void conn_loop_on_reply(struct conn *c, struct conn_req *r)
+/* A reply is ready (encoded) for c: queue it. Loop thread. */
+static void conn_loop_on_reply(struct conn *c, struct conn_req *r)
 {
   struct lconn *lc = c->loop_state;
 
@@ -111,7 +117,7 @@ void conn_loop_on_reply(struct conn *c, struct conn_req *r)
     }
     lc->sendq_tail = r;
   }
-  loop_mark(lc->loop, c);
+  loop_mark(lc->loop, &c->loop_client);
 }
 
 /* conn->reply_ready for loop connections: any thread. */
@@ -122,11 +128,12 @@ static void reply_ready(struct conn_req *r)
   if (loop_on_thread(c->loop)) {
     conn_loop_on_reply(c, r);
   } else {
-    loop_post_reply(c->loop, r);
+    loop_post(c->loop, &r->loop_post);
   }
 }
 
-int conn_loop_start(struct loop *l, struct conn *c)
+/* Adopts c: allocates its loop state. Returns 0 or -ENOMEM. Loop thread. */
+static int conn_loop_start(struct loop *l, struct conn *c)
 {
   struct lconn *lc = calloc(1, sizeof *lc);
 
@@ -288,16 +295,17 @@ static void post_recv(struct conn *c)
   }
   sqe = sqe_get(lc->loop);
   io_uring_prep_recv(sqe, c->transport.fd, dst, len, 0);
-  io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)c | CONN_LOOP_TAG_RECV);
+  io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)c | TAG_RECV);
   lc->recv_posted = true;
 }
 
-void conn_loop_on_recv(struct conn *c, int32_t res)
+/* A receive on c completed with `res` (bytes or -errno). Loop thread. */
+static void conn_loop_on_recv(struct conn *c, int32_t res)
 {
   struct lconn *lc = c->loop_state;
 
   lc->recv_posted = false;
-  loop_mark(lc->loop, c);
+  loop_mark(lc->loop, &c->loop_client);
   if (res == -EINTR || res == -EAGAIN) {
     return;
   }
@@ -356,7 +364,7 @@ static void post_send(struct conn *c)
   lc->msg.msg_iovlen = n;
   sqe = sqe_get(lc->loop);
   io_uring_prep_sendmsg(sqe, c->transport.fd, &lc->msg, MSG_NOSIGNAL);
-  io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)c | CONN_LOOP_TAG_SEND);
+  io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)c | TAG_SEND);
   lc->send_posted = true;
 }
 
@@ -371,13 +379,14 @@ static void sending_release(struct conn *c)
   }
 }
 
-void conn_loop_on_send(struct conn *c, int32_t res)
+/* A send on c completed with `res` (bytes or -errno). Loop thread. */
+static void conn_loop_on_send(struct conn *c, int32_t res)
 {
   struct lconn *lc = c->loop_state;
   size_t left = (size_t)(res > 0 ? res : 0);
 
   lc->send_posted = false;
-  loop_mark(lc->loop, c);
+  loop_mark(lc->loop, &c->loop_client);
   if (res < 0 && res != -EINTR && res != -EAGAIN) {
     lc->send_failed = true; /* the peer is gone: stop reading, drop every reply */
     shutdown(c->transport.fd, SHUT_RDWR);
@@ -402,7 +411,7 @@ void conn_loop_on_send(struct conn *c, int32_t res)
     lc->msg.msg_iov[0].iov_base = (uint8_t *)lc->msg.msg_iov[0].iov_base + left;
     lc->msg.msg_iov[0].iov_len -= left;
     io_uring_prep_sendmsg(sqe, c->transport.fd, &lc->msg, MSG_NOSIGNAL);
-    io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)c | CONN_LOOP_TAG_SEND);
+    io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)c | TAG_SEND);
     lc->send_posted = true;
     return;
   }
@@ -420,7 +429,9 @@ static void payload_abandon(struct lconn *lc)
   lc->inflight--;
 }
 
-bool conn_loop_advance(struct conn *c)
+/* After a batch of completions: parse what arrived, retry fenced requests, post the next
+ * receive and send. Returns true when c is finished. Loop thread. */
+static bool conn_loop_advance(struct conn *c)
 {
   struct lconn *lc = c->loop_state;
 
@@ -439,4 +450,79 @@ bool conn_loop_advance(struct conn *c)
     return true;
   }
   return false;
+}
+
+/* ---- conn_loop_ops: the loop's view of a connection ---- */
+
+static struct conn *conn_of(struct loop_client *lc)
+{
+  return (struct conn *)((char *)lc - offsetof(struct conn, loop_client));
+}
+
+static int ops_adopt(struct loop *l, struct loop_client *lc)
+{
+  return conn_loop_start(l, conn_of(lc));
+}
+
+static void ops_complete(void *ptr, unsigned tag, int32_t res)
+{
+  if (tag == TAG_RECV) {
+    conn_loop_on_recv(ptr, res);
+  } else {
+    assert(tag == TAG_SEND);
+    conn_loop_on_send(ptr, res);
+  }
+}
+
+static void ops_posted(struct loop_post *p)
+{
+  struct conn_req *r = (struct conn_req *)((char *)p - offsetof(struct conn_req, loop_post));
+
+  conn_loop_on_reply(r->conn, r);
+}
+
+static bool ops_advance(struct loop_client *lc)
+{
+  return conn_loop_advance(conn_of(lc));
+}
+
+/* Wakes the connection's thread (conn_loop_serve): it closes the socket, or serves the
+ * connection itself when the loop could not adopt it (err < 0). */
+static void ops_release(struct loop_client *lc, int err)
+{
+  struct conn *c = conn_of(lc);
+
+  pthread_mutex_lock(&c->lock);
+  c->loop_state_failed = err < 0;
+  c->loop_done = true;
+  pthread_cond_broadcast(&c->cond);
+  pthread_mutex_unlock(&c->lock);
+}
+
+const struct loop_ops conn_loop_ops = {
+  .adopt = ops_adopt,
+  .complete = ops_complete,
+  .posted = ops_posted,
+  .advance = ops_advance,
+  .release = ops_release,
+};
+
+int conn_loop_serve(struct loop **loops, unsigned n, struct conn *c)
+{
+  struct loop *l = loop_pick(loops, n);
+  bool failed;
+
+  c->loop = l;
+  loop_add(l, &c->loop_client);
+  pthread_mutex_lock(&c->lock);
+  while (!c->loop_done) {
+    pthread_cond_wait(&c->cond, &c->lock);
+  }
+  failed = c->loop_state_failed;
+  pthread_mutex_unlock(&c->lock);
+  if (failed) {
+    c->loop = NULL;
+    return -ENOMEM;
+  }
+  return 0;
 }

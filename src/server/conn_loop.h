@@ -1,6 +1,6 @@
-/* conn_loop.h: a connection's transmission phase on an event loop (loop.h): the receive
+/* conn_loop.h: a connection's transmission phase on an event loop (io/loop.h): the receive
  * buffer and request parsing, submission, the reply queue and batched sends, driven by
- * the loop's completions. Every function runs on the loop's thread. */
+ * the loop's completions through conn_loop_ops. */
 #ifndef DISKGATE_SERVER_CONN_LOOP_H
 #define DISKGATE_SERVER_CONN_LOOP_H
 
@@ -8,26 +8,16 @@
 #include <stdint.h>
 
 struct conn;
-struct conn_req;
 struct loop;
+struct loop_ops;
 
-/* CQE user-data tags (low 3 bits; io/engine_ring.h uses 1). */
-#define CONN_LOOP_TAG_RECV 2u
-#define CONN_LOOP_TAG_SEND 3u
+/* What event loops do with connections: pass it to loop_start_all. Loop thread. */
+extern const struct loop_ops conn_loop_ops;
 
-/* Adopts c: allocates its loop state and starts receiving. Returns 0 or -ENOMEM. */
-int conn_loop_start(struct loop *l, struct conn *c);
-
-/* A receive or send on c completed with `res` (bytes or -errno). */
-void conn_loop_on_recv(struct conn *c, int32_t res);
-void conn_loop_on_send(struct conn *c, int32_t res);
-
-/* A reply is ready (encoded) for c: queue it. */
-void conn_loop_on_reply(struct conn *c, struct conn_req *r);
-
-/* After a batch of completions: parse what arrived, retry fenced requests, post the next
- * receive and send. Returns true when c is finished (the loop then drops it, and c's
- * thread is woken). */
-bool conn_loop_advance(struct conn *c);
+/* Hands a negotiated connection to one of the n loops (round robin) and waits until the
+ * loop has finished with it (the client left, or the server shut it down); then returns,
+ * and the caller closes the socket. Returns 0, or -ENOMEM when the loop could not take it
+ * (the caller serves it on its own thread). The connection's thread. */
+int conn_loop_serve(struct loop **loops, unsigned n, struct conn *c);
 
 #endif

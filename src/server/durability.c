@@ -251,7 +251,7 @@ static void sync_start(struct gc_slot *slot)
   sop->sync_channel = (uint32_t)(slot - gc->slot);
   sop->done = sync_done;
   sop->opaque = slot;
-  /* This may run on an event loop's thread (server/loop.c): a sync never needs to wait in
+  /* This may run on an event loop's thread (io/loop.c): a sync never needs to wait in
    * submit; it goes to the backing's own engine (sop->engine NULL). */
   sop->nonblocking = true;
   rc = backing_submit(gc->export->backing, sop);

@@ -56,7 +56,7 @@ int export_create(const char *name, struct backing *backing, bool read_only,
 
 /* Makes an export whose backing (spec, opened with opts; opts' strings must outlive the
  * export) is opened only by the first export_attach: for backings that are costly to open,
- * such as a Ceph image (issue 5: nothing expensive before some client's NBD_OPT_GO).
+ * such as a Ceph image (nothing expensive happens before some client's NBD_OPT_GO).
  * Returns 0 and *out, or -ENOMEM / -ENAMETOOLONG. Main thread. */
 int export_create_lazy(const char *name, const char *spec, const struct backing_options *opts,
                        bool read_only, enum sync_mode sync, struct export **out);

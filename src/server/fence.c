@@ -33,7 +33,7 @@ static bool overlaps(const struct fence_entry *e, uint64_t offset, uint64_t leng
  * first) from another owner overlaps it: running or still waiting, it must end first.
  * Waiting for the waiting ones too keeps overlapping writes of different connections in
  * arrival order: a write parked behind a stalled one (a dead connection's, say) must not
- * land after a newer overlapping write is acknowledged (helper-51). Waits only ever go to
+ * land after a newer overlapping write is acknowledged. Waits only ever go to
  * older entries, so they form no cycle. `entry` is linked. Caller holds f->lock. */
 static bool blocked_by_older(const struct fence_entry *entry)
 {
@@ -92,8 +92,8 @@ static _Thread_local bool grant_running;
  * entries granted before them on this thread. A ready callback whose write completes at
  * once ends its entry inside the callback, and that fence_end may grant more: those are
  * queued here and run by the outermost call when the callback has returned, so the stack
- * stays flat however long the chain of connections (case C12's fence; a recursion per
- * link used to overflow the stack with thousands of connections). */
+ * stays flat however long the chain of connections (case C12's fence: a recursion per
+ * link would overflow the stack with thousands of connections). */
 static void grant_run(struct fence_entry *go, struct fence_entry *go_tail)
 {
   struct fence_entry *w;
@@ -168,8 +168,8 @@ void fence_end(struct fence *f, struct fence_entry *entry)
    * stays linked until its own fence_end, so it still blocks the newer ones it overlaps).
    * Only those that `entry` blocked can have become free: any other is still blocked by
    * whatever blocked it, so the list of older entries is scanned for those alone (scanning
-   * it for every parked entry at every end cost time in the square of the parked writes,
-   * under the lock every loop takes: helper-55). */
+   * it for every parked entry at every end would cost time in the square of the parked
+   * writes, under the lock every loop takes). */
   for (w = f->waiters; w != NULL; w = next) {
     next = w->wait_next;
     bool was_blocker = entry->seq < w->seq && entry->owner != w->owner &&

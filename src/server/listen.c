@@ -334,7 +334,7 @@ void listen_close(struct listener *l)
 {
   /* The socket file first, while this listener still accepts there: a server starting on
    * the same path cannot yet take it for a dead one and replace it, so the file checked
-   * here is ours when it has our inode (helper-55). */
+   * here is ours when it has our inode. */
   if (l->unix_path != NULL) {
     file_ident_unlink(l->unix_path, &l->unix_file);
     free(l->unix_path);

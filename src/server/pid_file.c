@@ -193,7 +193,7 @@ int pid_file_write(struct pid_file *pf, const char *path, char *err, size_t errl
   err[0] = '\0';
   /* The lock is taken on the file at `path` itself, before anything is written, so that of
    * two servers started at once exactly one gets it (checking, then renaming a locked
-   * temporary file over the path, let both run: helper-55). An exiting server unlinks the
+   * temporary file over the path, would let both run). An exiting server unlinks the
    * file before it drops the lock: a file locked, then found unlinked or replaced, is
    * opened again. */
   for (int tries = 0;; tries++) {

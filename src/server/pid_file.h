@@ -2,10 +2,10 @@
  * once the listeners are ready and removed at exit only if it is still the file this process
  * wrote. The server keeps an OFD write lock on it while it runs, as qemu-nbd keeps a lock on
  * its pid file, so a second server given the same --pid-file refuses to start instead of
- * taking it over (and deleting it at its exit, leaving the first without one; helper-50).
+ * taking it over (and deleting it at its exit, leaving the first without one).
  * Like qemu-nbd's and nbdkit's, a stale pid file (a number, or empty, that no running
  * server holds) is replaced; unlike them, any other existing file is refused, so a mistyped
- * --pid-file cannot replace the image, the socket or a key file (helper-32). Main thread
+ * --pid-file cannot replace the image, the socket or a key file. Main thread
  * only. Source: fcntl(2) F_OFD_SETLK, F_OFD_GETLK. */
 #ifndef DISKGATE_SERVER_PID_FILE_H
 #define DISKGATE_SERVER_PID_FILE_H

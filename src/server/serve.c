@@ -1,11 +1,10 @@
-/* serve.c: `diskgate serve [OPTIONS] PATH`: parses the command line (getopt_long), opens the
+/* serve.c: `diskgate serve [OPTIONS] PATH`: reads the command line (serve_args.h), opens the
  * backing and the export, binds the listeners, prints one URI per listener (doc/uri.md),
  * then accepts until SIGINT/SIGTERM/SIGHUP, drains the connections and exits 0. */
 #include "server/serve.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <malloc.h>
 #include <signal.h>
@@ -21,323 +20,18 @@
 #include "nbd/proto.h"
 #include "nbd/uri.h"
 #include "server/accept_guard.h"
+#include "server/conn_loop.h"
 #include "server/export.h"
 #include "server/listen.h"
-#include "server/loop.h"
+#include "io/loop.h"
 #include "server/pid_file.h"
+#include "server/serve_args.h"
 #include "server/server.h"
 #include "server/tls.h"
 #include "server/tls_psk.h"
 #include "util/cli.h"
 #include "util/fd_budget.h"
 #include "util/log.h"
-
-static const char serve_usage[] =
-  "Usage: diskgate serve [OPTIONS] PATH\n"
-  "Serve PATH (a raw image file, a block device or partition, a character device, or\n"
-  "rbd:POOL/IMAGE[@SNAP]) over NBD until SIGINT, SIGTERM or SIGHUP.\n"
-  "\n"
-  "  --export NAME          export name clients ask for, UTF-8 (default: the empty name;\n"
-  "                         once)\n"
-  "  --listen HOST:PORT     TCP listener; HOST an address or a name, IPv6 as [ADDR]:PORT\n"
-  "                         (default 127.0.0.1:10809 when there is no --socket; HOST\n"
-  "                         alone means port 10809, :PORT means 127.0.0.1; once)\n"
-  "  --socket PATH          Unix socket listener (with --listen, both listen; once)\n"
-  "  --read-only            refuse WRITE, TRIM and WRITE_ZEROES (NBD_EPERM)\n"
-  "  --force-share          with --read-only: share the image with writers, so it opens\n"
-  "                         beside a QEMU process writing it (as qemu-img -U); reads may\n"
-  "                         then see changes at any time (files and block devices)\n"
-  "  --sync full|fsync|none durability of FLUSH and FUA (default full):\n"
-  "       full   FLUSH replies after fdatasync (F_FULLFSYNC on macOS) covering every\n"
-  "              acknowledged write; FUA writes are durable before their reply\n"
-  "       fsync  plain fsync (on macOS it does not flush the drive cache; on Linux it\n"
-  "              equals full)\n"
-  "       none   FLUSH and FUA are acknowledged without syncing: UNSAFE, acknowledged\n"
-  "              data may be lost if the host crashes or loses power\n"
-  "  --cache direct|writeback  O_DIRECT or the host page cache (default writeback)\n"
-  "  --threads N            I/O threads, 1 to 64 (default: the number of cores)\n"
-  "  --engine uring|threads disk I/O engine (default uring; threads is portable)\n"
-  "  --handshake-timeout S  seconds a client may take to negotiate (default 10)\n"
-  "  --max-handshakes N     connections negotiating at once, at most; when full, the one\n"
-  "                         negotiating longest is closed to make room (default 256)\n"
-  "  --max-connections N    open connections, at most; when full, the one negotiating\n"
-  "                         longest is closed to make room, or else (when none leaves\n"
-  "                         within 0.2 s) the new one, before the greeting (default 0:\n"
-  "                         no limit)\n"
-  "  --unaligned serve|error  requests not aligned to the minimum block size: served by\n"
-  "                         read-modify-write (default), or refused with NBD_EINVAL for\n"
-  "                         clients that asked for the block size (spec: SHOULD)\n"
-  "  --pid-file PATH        write the process id once the listeners are ready\n"
-  "  --ceph-conf PATH       rbd: the cluster's ceph.conf (default: Ceph's search)\n"
-  "  --ceph-id NAME         rbd: the client id (default admin)\n"
-  "  --tls off|on|require   TLS through NBD_OPT_STARTTLS (default: off, or require\n"
-  "                         when credentials are given):\n"
-  "       off      no TLS: STARTTLS is refused with NBD_REP_ERR_POLICY\n"
-  "       on       TLS offered; clients may also stay in the clear\n"
-  "       require  every option but STARTTLS and ABORT is refused until TLS is up\n"
-  "  --tls-certificates DIR X.509 credentials: DIR/server-cert.pem, DIR/server-key.pem;\n"
-  "                         if DIR/ca-cert.pem exists, clients must present a certificate\n"
-  "                         it signed (DIR/ca-crl.pem, if present, lists revoked ones)\n"
-  "  --tls-psk FILE         pre-shared keys instead: `username:hexkey` lines\n"
-  "  --verbose              log each connection that reaches transmission: start, end\n"
-  "  --help                 this text\n";
-
-struct serve_config {
-  const char *path;
-  char path_shown[LOG_SHOWN_MAX]; /* path escaped for messages (log_escape_str) */
-  const char *export_name;
-  const char *listen_addr;
-  const char *socket_path;
-  const char *pid_file;
-  struct backing_options opts;
-  enum engine_kind engine;
-  unsigned threads;
-  unsigned handshake_timeout;
-  unsigned max_handshakes;
-  unsigned max_connections;  /* 0: no limit */
-  bool unaligned_error;      /* --unaligned error */
-  enum tls_mode tls;
-  bool tls_given;            /* --tls was on the command line */
-  const char *tls_cert_dir;
-  const char *tls_psk_file;
-};
-
-enum {
-  OPT_EXPORT = 256, OPT_LISTEN, OPT_SOCKET, OPT_READ_ONLY, OPT_SYNC, OPT_CACHE, OPT_THREADS,
-  OPT_ENGINE, OPT_PID_FILE, OPT_CEPH_CONF, OPT_CEPH_ID, OPT_HELP, OPT_VERBOSE,
-  OPT_HS_TIMEOUT, OPT_MAX_HS, OPT_UNALIGNED, OPT_TLS, OPT_TLS_CERTS, OPT_TLS_PSK,
-  OPT_FORCE_SHARE, OPT_MAX_CONNS,
-};
-
-/* One line naming the problem, exit status 2. `arg`, a value from the command line, is
- * escaped (one line, printable ASCII, whatever it holds). */
-static int bad_usage(const char *fmt, const char *arg)
-{
-  char shown[LOG_SHOWN_MAX];
-
-  fprintf(stderr, "diskgate serve: ");
-  fprintf(stderr, fmt, log_escape_str(shown, sizeof shown, arg));
-  fprintf(stderr, " (see diskgate serve --help)\n");
-  return 2;
-}
-
-/* bad_usage for a message already made safe (cli_option_error escapes what it quotes). */
-static int bad_usage_text(const char *text)
-{
-  fprintf(stderr, "diskgate serve: %s (see diskgate serve --help)\n", text);
-  return 2;
-}
-
-/* The line for an empty value of an option whose value names a file, a user or an address,
- * which an empty value cannot (`--socket ''` was taken for the working directory, `--listen
- * ''` for 127.0.0.1:10809); NULL for the other options. (An empty --pid-file is
- * pid_file_check's to refuse.) */
-static const char *empty_value_error(int c)
-{
-  switch (c) {
-  case OPT_LISTEN:
-    return "--listen needs HOST:PORT, not an empty address";
-  case OPT_SOCKET:
-    return "--socket needs a path, not an empty name";
-  case OPT_TLS_CERTS:
-    return "--tls-certificates needs a directory, not an empty name";
-  case OPT_TLS_PSK:
-    return "--tls-psk needs a path, not an empty name";
-  case OPT_CEPH_CONF:
-    return "--ceph-conf needs a path, not an empty name";
-  case OPT_CEPH_ID:
-    return "--ceph-id needs a Ceph user name, not an empty one";
-  default:
-    return NULL;
-  }
-}
-
-/* Returns -1 to continue, or an exit status. */
-static int parse_args(int argc, char **argv, struct serve_config *cfg)
-{
-  static const struct option longopts[] = {
-    {"export", required_argument, NULL, OPT_EXPORT},
-    {"listen", required_argument, NULL, OPT_LISTEN},
-    {"socket", required_argument, NULL, OPT_SOCKET},
-    {"read-only", no_argument, NULL, OPT_READ_ONLY},
-    {"force-share", no_argument, NULL, OPT_FORCE_SHARE},
-    {"sync", required_argument, NULL, OPT_SYNC},
-    {"cache", required_argument, NULL, OPT_CACHE},
-    {"threads", required_argument, NULL, OPT_THREADS},
-    {"engine", required_argument, NULL, OPT_ENGINE},
-    {"pid-file", required_argument, NULL, OPT_PID_FILE},
-    {"ceph-conf", required_argument, NULL, OPT_CEPH_CONF},
-    {"ceph-id", required_argument, NULL, OPT_CEPH_ID},
-    {"handshake-timeout", required_argument, NULL, OPT_HS_TIMEOUT},
-    {"max-handshakes", required_argument, NULL, OPT_MAX_HS},
-    {"max-connections", required_argument, NULL, OPT_MAX_CONNS},
-    {"unaligned", required_argument, NULL, OPT_UNALIGNED},
-    {"tls", required_argument, NULL, OPT_TLS},
-    {"tls-certificates", required_argument, NULL, OPT_TLS_CERTS},
-    {"tls-psk", required_argument, NULL, OPT_TLS_PSK},
-    {"verbose", no_argument, NULL, OPT_VERBOSE},
-    {"help", no_argument, NULL, OPT_HELP},
-    {NULL, 0, NULL, 0},
-  };
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  int c;
-
-  cfg->opts.sync = SYNC_FULL;
-  cfg->opts.cache = CACHE_WRITEBACK;
-  cfg->engine = ENGINE_URING;
-  cfg->threads = cores > 0 && cores <= 64 ? (unsigned)cores : 2;
-  cfg->handshake_timeout = 10;
-  cfg->max_handshakes = 256;
-  opterr = 0;
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-    char vmsg[512];
-    if (c != '?' && c != ':' &&
-        cli_value_option_error(longopts, argv, optind, optarg, c, vmsg, sizeof vmsg) != NULL) {
-      return bad_usage_text(vmsg); /* `--export --read-only`: the name was forgotten */
-    }
-    const char *empty = optarg != NULL && *optarg == '\0' ? empty_value_error(c) : NULL;
-    if (empty != NULL) {
-      return bad_usage_text(empty);
-    }
-    switch (c) {
-    case OPT_EXPORT:
-      if (cfg->export_name != NULL) {
-        return bad_usage("%s given twice (one export per server)", "--export");
-      }
-      if (strlen(optarg) > 4096) {
-        return bad_usage("export name longer than 4096 bytes%s", "");
-      }
-      if (cli_utf8_check(optarg) < 0) { /* the name goes to clients, which expect UTF-8 */
-        return bad_usage("--export needs a UTF-8 name, not '%s'", optarg);
-      }
-      cfg->export_name = optarg;
-      break;
-    case OPT_LISTEN: {
-      char host[256];
-      unsigned port;
-      if (listen_parse_address(optarg, host, sizeof host, &port) < 0) {
-        return bad_usage("--listen '%s' is not HOST:PORT (IPv6 as [ADDR]:PORT, port 0-65535)",
-                         optarg);
-      }
-      if (cfg->listen_addr != NULL) {
-        return bad_usage("%s given twice (one TCP listener per server, and one --socket)",
-                         "--listen");
-      }
-      cfg->listen_addr = optarg;
-      break;
-    }
-    case OPT_SOCKET:
-      if (cfg->socket_path != NULL) {
-        return bad_usage("%s given twice (one Unix socket per server, and one --listen)",
-                         "--socket");
-      }
-      cfg->socket_path = optarg;
-      break;
-    case OPT_READ_ONLY:
-      cfg->opts.read_only = true;
-      break;
-    case OPT_FORCE_SHARE:
-      cfg->opts.force_share = true;
-      break;
-    case OPT_SYNC:
-      if (sync_mode_parse(optarg, &cfg->opts.sync) < 0) {
-        return bad_usage("--sync takes full, fsync or none, not '%s'", optarg);
-      }
-      break;
-    case OPT_CACHE:
-      if (cache_mode_parse(optarg, &cfg->opts.cache) < 0) {
-        return bad_usage("--cache takes direct or writeback, not '%s'", optarg);
-      }
-      break;
-    case OPT_THREADS:
-      if (cli_parse_unsigned(optarg, 1, 64, &cfg->threads) < 0) {
-        return bad_usage("--threads takes a number from 1 to 64, not '%s'", optarg);
-      }
-      break;
-    case OPT_ENGINE:
-      if (engine_kind_parse(optarg, &cfg->engine) < 0) {
-        return bad_usage("--engine takes uring or threads, not '%s'", optarg);
-      }
-      break;
-    case OPT_PID_FILE:
-      cfg->pid_file = optarg;
-      break;
-    case OPT_CEPH_CONF:
-      cfg->opts.ceph_conf = optarg;
-      break;
-    case OPT_CEPH_ID:
-      cfg->opts.ceph_id = optarg;
-      break;
-    case OPT_HS_TIMEOUT:
-      if (cli_parse_unsigned(optarg, 1, 3600, &cfg->handshake_timeout) < 0) {
-        return bad_usage("--handshake-timeout takes seconds from 1 to 3600, not '%s'", optarg);
-      }
-      break;
-    case OPT_UNALIGNED:
-      if (strcmp(optarg, "serve") != 0 && strcmp(optarg, "error") != 0) {
-        return bad_usage("--unaligned takes serve or error, not '%s'", optarg);
-      }
-      cfg->unaligned_error = strcmp(optarg, "error") == 0;
-      break;
-    case OPT_MAX_HS:
-      if (cli_parse_unsigned(optarg, 1, 100000, &cfg->max_handshakes) < 0) {
-        return bad_usage("--max-handshakes takes a number from 1 to 100000, not '%s'", optarg);
-      }
-      break;
-    case OPT_MAX_CONNS:
-      if (cli_parse_unsigned(optarg, 0, 1000000, &cfg->max_connections) < 0) {
-        return bad_usage("--max-connections takes a number from 0 (no limit) to 1000000, "
-                         "not '%s'", optarg);
-      }
-      break;
-    case OPT_TLS:
-      if (tls_mode_parse(optarg, &cfg->tls) < 0) {
-        return bad_usage("--tls takes off, on or require, not '%s'", optarg);
-      }
-      cfg->tls_given = true;
-      break;
-    case OPT_TLS_CERTS:
-      cfg->tls_cert_dir = optarg;
-      break;
-    case OPT_TLS_PSK:
-      cfg->tls_psk_file = optarg;
-      break;
-    case OPT_VERBOSE:
-      log_set_level(LOG_DEBUG);
-      break;
-    case OPT_HELP:
-      fputs(serve_usage, stdout);
-      return 0;
-    default: {
-      char msg[512];
-      return bad_usage_text(cli_option_error(longopts, argv[optind - 1], optopt, msg, sizeof msg));
-    }
-    }
-  }
-  if (optind >= argc) {
-    return bad_usage("missing PATH to serve%s", "");
-  }
-  if (optind + 1 < argc) {
-    return bad_usage("unexpected argument '%s' (one PATH per server)", argv[optind + 1]);
-  }
-  if (cfg->opts.force_share && !cfg->opts.read_only) {
-    return bad_usage("--force-share needs --read-only (a writable server always locks the "
-                     "image)%s", "");
-  }
-  if (cfg->opts.force_share && strncmp(argv[optind], "rbd:", 4) == 0) {
-    return bad_usage("--force-share is for files and block devices, not %s", argv[optind]);
-  }
-  cfg->path = argv[optind];
-  log_escape_str(cfg->path_shown, sizeof cfg->path_shown, cfg->path);
-  if (cfg->export_name == NULL) {
-    cfg->export_name = ""; /* the default export */
-  }
-  if (!cfg->tls_given && (cfg->tls_cert_dir != NULL || cfg->tls_psk_file != NULL)) {
-    cfg->tls = TLS_MODE_REQUIRE; /* credentials alone mean TLS, as qemu-nbd's --tls-creds */
-  }
-  return -1;
-}
 
 /* Loads the TLS credentials. Returns 0, or after one line naming the problem an exit
  * status (cli_startup_status: 1 when memory or files ran out, else 2). */
@@ -381,8 +75,14 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
             cfg->path_shown);
     return 2;
   }
+  if (rc == -ENOTSUP) {
+    /* rbd: without librbd at build time; faulty: in a build without the tests */
+    fprintf(stderr, "diskgate serve: %s: unknown backing kind (not built into this diskgate)\n",
+            cfg->path_shown);
+    return 2;
+  }
   if (rc == 0 && info.costly) {
-    /* Opened by the first NBD_OPT_GO (issue 5: nothing expensive before a client
+    /* Opened by the first NBD_OPT_GO (nothing expensive happens before a client
      * negotiates); a snapshot is read-only by nature, even without --read-only. Its
      * libraries are loaded now (librbd: backing/rbd_lib.h), so that a missing one fails
      * here. */
@@ -579,6 +279,158 @@ static void serve_raise_fd_limit(void)
   }
 }
 
+/* Blocks SIGINT, SIGTERM and SIGHUP in every thread to come and returns a signalfd that
+ * reads them, or -errno. Each one shuts down cleanly (SIGHUP too, as nbdkit does: a closed
+ * terminal must not leave the socket file and requests in flight behind), except a SIGHUP
+ * that was ignored when diskgate started (nohup): a blocked signal is delivered even when
+ * ignored, so it is left out of the mask. SIGPIPE is ignored: sends use MSG_NOSIGNAL,
+ * this is for belt and braces. Main thread, before any other thread starts. */
+static int serve_signals_open(void)
+{
+  struct sigaction hup;
+  sigset_t mask;
+  int sfd;
+
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGTERM);
+  if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler != SIG_IGN) {
+    sigaddset(&mask, SIGHUP); /* not under nohup: a SIGHUP ignored at start stays ignored */
+  }
+  pthread_sigmask(SIG_BLOCK, &mask, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+  return sfd < 0 ? -errno : sfd;
+}
+
+/* Creates cfg's I/O engine (the threads engine when io_uring is not available; cfg->engine
+ * then says so). Returns 0 and *out, or after one line on stderr the exit status 1. */
+static int serve_engine_create(struct serve_config *cfg, struct engine **out)
+{
+  int rc = engine_create(cfg->engine, cfg->threads, out);
+
+  if (rc == -ENOSYS && cfg->engine == ENGINE_URING) {
+    log_warn("io_uring is not available here; using the threads engine");
+    cfg->engine = ENGINE_THREADS;
+    rc = engine_create(cfg->engine, cfg->threads, out);
+  }
+  if (rc < 0) {
+    char text[128];
+    fprintf(stderr, "diskgate serve: cannot start the I/O engine: %s\n",
+            cli_startup_error(rc, text, sizeof text));
+    return 1;
+  }
+  return 0;
+}
+
+/* A connection needs its socket, the accept guard's reserve and, with --tls-psk, the PSK
+ * file read in its handshake; without them it would serve and fail every client (EMFILE at
+ * accept, or in the TLS handshake). The pid file, written next, keeps one. Returns 0, or
+ * after one line on stderr the exit status 1. */
+static int serve_check_fd_room(const struct serve_config *cfg)
+{
+  int need = ACCEPT_GUARD_FDS + 1 + (cfg->tls_psk_file != NULL ? TLS_PSK_LOOKUP_FDS : 0) +
+             (cfg->pid_file != NULL ? PID_FILE_FDS : 0);
+  int left = fd_budget_left();
+
+  if (left >= 0 && left < need) {
+    char text[128];
+    fprintf(stderr, "diskgate serve: no open files left for connections: %s\n",
+            cli_startup_error(-EMFILE, text, sizeof text));
+    return 1;
+  }
+  return 0;
+}
+
+/* Writes --pid-file, if given. A service manager waits for the pid file: without it the
+ * server is not started, as qemu-nbd --pid-file exits when it cannot write it. Returns 0,
+ * or after one line on stderr an exit status (2: another server took it since
+ * pid_file_check, as if it had then; 1: it could not be written). */
+static int serve_pid_file_write(const struct serve_config *cfg, struct pid_file *pid_file)
+{
+  char pid_err[LOG_SHOWN_MAX + 128];
+  int rc;
+
+  if (cfg->pid_file == NULL) {
+    return 0;
+  }
+  rc = pid_file_write(pid_file, cfg->pid_file, pid_err, sizeof pid_err);
+  if (rc == -EBUSY) {
+    fprintf(stderr, "diskgate serve: %s\n", pid_err);
+    return 2;
+  }
+  if (rc < 0) {
+    char shown[LOG_SHOWN_MAX], text[128];
+    fprintf(stderr, "diskgate serve: cannot write the pid file %s: %s\n",
+            log_escape_str(shown, sizeof shown, cfg->pid_file),
+            cli_startup_error(rc, text, sizeof text));
+    return 1;
+  }
+  return 0;
+}
+
+/* Takes what serving needs after the engine: the pid file's check, the export, the
+ * listeners, room for a connection, the server, its export table and the pid file.
+ * Returns 0, or after one line on stderr an exit status; on failure the caller releases
+ * what *e, ls[0..*nls) and *exports hold (the server needs no release). */
+static int serve_start(const struct serve_config *cfg, struct engine *engine,
+                       struct pid_file *pid_file, struct server *server, struct export **e,
+                       struct listener *ls, size_t *nls, struct export ***exports)
+{
+  int status, rc;
+
+  if (cfg->pid_file != NULL) {
+    char err[LOG_SHOWN_MAX + 128];
+    rc = pid_file_check(cfg->pid_file, cfg->path, cfg->socket_path, err, sizeof err);
+    if (rc < 0) {
+      fprintf(stderr, "diskgate serve: %s\n", err);
+      return cli_startup_status(rc);
+    }
+  }
+  status = open_export(cfg, engine, e);
+  if (status == 0) {
+    status = open_listeners(cfg, ls, nls);
+  }
+  if (status == 0) {
+    status = serve_check_fd_room(cfg);
+  }
+  if (status != 0) {
+    return status;
+  }
+  if ((rc = server_init(server)) < 0) {
+    fprintf(stderr, "diskgate serve: cannot set up the server: %s\n", strerror(-rc));
+    return 1;
+  }
+  if ((*exports = malloc(sizeof **exports)) == NULL) {
+    fprintf(stderr, "diskgate serve: out of memory\n");
+    return 1;
+  }
+  return serve_pid_file_write(cfg, pid_file);
+}
+
+/* Starts cfg->threads event loops for the server's connections when the engine is
+ * io_uring and the open-files limit leaves room for them (the connections come first:
+ * fd_budget.h); otherwise, with one log line, connections use threads. */
+static void serve_loops_start(const struct serve_config *cfg, struct engine *engine,
+                              struct server *server)
+{
+  if (cfg->engine != ENGINE_URING) {
+    return;
+  }
+  if (!fd_budget_allows(LOOP_FDS * cfg->threads)) {
+    char why[128];
+    log_warn("%s: connections use threads, not io_uring event loops",
+             fd_budget_describe(why, sizeof why));
+    return;
+  }
+  int rc = loop_start_all(cfg->threads, &conn_loop_ops, engine, &server->loops);
+  if (rc < 0) {
+    log_warn("cannot start the event loops (%s); connections use threads", strerror(-rc));
+  } else {
+    server->nloops = cfg->threads;
+  }
+}
+
 int serve_main(int argc, char **argv)
 {
   struct serve_config cfg = {0};
@@ -587,11 +439,11 @@ int serve_main(int argc, char **argv)
   struct listener ls[LISTEN_MAX];
   struct engine *engine = NULL;
   struct export *e = NULL;
+  struct export **exports = NULL;
   size_t nls = 0;
-  sigset_t mask;
-  int status, sfd, rc, sig;
+  int status, sfd, sig;
 
-  status = parse_args(argc, argv, &cfg);
+  status = serve_args_parse(argc, argv, &cfg);
   if (status >= 0) {
     return status;
   }
@@ -605,97 +457,18 @@ int serve_main(int argc, char **argv)
   if (status != 0) {
     return status;
   }
-  /* Every thread inherits a mask without SIGINT/SIGTERM/SIGHUP; the main thread reads them
-   * from a signalfd, and each one shuts down cleanly (SIGHUP too, as nbdkit does: a closed
-   * terminal must not leave the socket file and requests in flight behind), except a SIGHUP
-   * that was ignored when diskgate started (nohup): a blocked signal is delivered even when
-   * ignored, so it is left out of the mask. SIGPIPE is ignored: sends use MSG_NOSIGNAL,
-   * this is for belt and braces. */
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGINT);
-  sigaddset(&mask, SIGTERM);
-  {
-    struct sigaction hup;
-    if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler != SIG_IGN) {
-      sigaddset(&mask, SIGHUP); /* not under nohup: a SIGHUP ignored at start stays ignored */
-    }
-  }
-  pthread_sigmask(SIG_BLOCK, &mask, NULL);
-  signal(SIGPIPE, SIG_IGN);
-  sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+  sfd = serve_signals_open();
   if (sfd < 0) {
-    fprintf(stderr, "diskgate serve: signalfd: %s\n", strerror(errno));
+    fprintf(stderr, "diskgate serve: signalfd: %s\n", strerror(-sfd));
     tls_server_teardown();
     return 1;
   }
-  rc = engine_create(cfg.engine, cfg.threads, &engine);
-  if (rc == -ENOSYS && cfg.engine == ENGINE_URING) {
-    log_warn("io_uring is not available here; using the threads engine");
-    cfg.engine = ENGINE_THREADS;
-    rc = engine_create(cfg.engine, cfg.threads, &engine);
-  }
-  if (rc < 0) {
-    char text[128];
-    fprintf(stderr, "diskgate serve: cannot start the I/O engine: %s\n",
-            cli_startup_error(rc, text, sizeof text));
+  if (serve_engine_create(&cfg, &engine) != 0) {
     tls_server_teardown();
     close(sfd);
     return 1;
   }
-  status = 0;
-  if (cfg.pid_file != NULL) {
-    char err[LOG_SHOWN_MAX + 128];
-    rc = pid_file_check(cfg.pid_file, cfg.path, cfg.socket_path, err, sizeof err);
-    if (rc < 0) {
-      fprintf(stderr, "diskgate serve: %s\n", err);
-      status = cli_startup_status(rc);
-    }
-  }
-  if (status == 0) {
-    status = open_export(&cfg, engine, &e);
-  }
-  if (status == 0) {
-    status = open_listeners(&cfg, ls, &nls);
-  }
-  if (status == 0) {
-    /* A connection needs its socket, the accept guard's reserve and, with --tls-psk, the
-     * PSK file read in its handshake; without them it would serve and fail every client
-     * (EMFILE at accept, or in the TLS handshake). The pid file, written next, keeps one. */
-    int need = ACCEPT_GUARD_FDS + 1 + (cfg.tls_psk_file != NULL ? TLS_PSK_LOOKUP_FDS : 0) +
-               (cfg.pid_file != NULL ? PID_FILE_FDS : 0);
-    int left = fd_budget_left();
-    if (left >= 0 && left < need) {
-      char text[128];
-      fprintf(stderr, "diskgate serve: no open files left for connections: %s\n",
-              cli_startup_error(-EMFILE, text, sizeof text));
-      status = 1;
-    }
-  }
-  struct export **exports = NULL;
-  if (status == 0 && (rc = server_init(&server)) < 0) {
-    fprintf(stderr, "diskgate serve: cannot set up the server: %s\n", strerror(-rc));
-    status = 1;
-  }
-  if (status == 0 && (exports = malloc(sizeof *exports)) == NULL) {
-    fprintf(stderr, "diskgate serve: out of memory\n");
-    status = 1;
-  }
-  /* A service manager waits for the pid file: without it the server is not started, as
-   * qemu-nbd --pid-file exits when it cannot write it. */
-  char pid_err[LOG_SHOWN_MAX + 128];
-  if (status == 0 && cfg.pid_file != NULL &&
-      (rc = pid_file_write(&pid_file, cfg.pid_file, pid_err, sizeof pid_err)) < 0) {
-    char shown[LOG_SHOWN_MAX], text[128];
-    if (rc == -EBUSY) { /* another server took it since pid_file_check: as if it had then */
-      fprintf(stderr, "diskgate serve: %s\n", pid_err);
-      status = 2;
-    } else {
-      fprintf(stderr, "diskgate serve: cannot write the pid file %s: %s\n",
-              log_escape_str(shown, sizeof shown, cfg.pid_file),
-              cli_startup_error(rc, text, sizeof text));
-      status = 1;
-    }
-  }
+  status = serve_start(&cfg, engine, &pid_file, &server, &e, ls, &nls, &exports);
   if (status != 0) {
     for (size_t i = 0; i < nls; i++) {
       listen_close(&ls[i]);
@@ -716,19 +489,7 @@ int serve_main(int argc, char **argv)
   server.exports = exports;
   server.exports[0] = e;
   server.nexports = 1;
-  if (cfg.engine == ENGINE_URING && !fd_budget_allows(LOOP_FDS * cfg.threads)) {
-    /* the connections come first (fd_budget.h) */
-    char why[128];
-    log_warn("%s: connections use threads, not io_uring event loops",
-             fd_budget_describe(why, sizeof why));
-  } else if (cfg.engine == ENGINE_URING) {
-    rc = loop_start_all(cfg.threads, engine, &server.loops);
-    if (rc < 0) {
-      log_warn("cannot start the event loops (%s); connections use threads", strerror(-rc));
-    } else {
-      server.nloops = cfg.threads;
-    }
-  }
+  serve_loops_start(&cfg, engine, &server);
   sig = listen_run(&server, ls, nls, sfd); /* it logs why it stopped */
   for (size_t i = 0; i < nls; i++) {
     listen_close(&ls[i]);

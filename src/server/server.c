@@ -12,7 +12,8 @@
 
 #include "server/admit.h"
 #include "server/conn.h"
-#include "server/loop.h"
+#include "server/conn_loop.h"
+#include "io/loop.h"
 #include "server/tls.h"
 #include "util/log.h"
 #include "util/mono_cond.h"
@@ -70,7 +71,7 @@ static void *conn_main(void *arg)
     set_recv_timeout(c->transport.fd, 0); /* no idle timeout once negotiated */
     log_debug("%s: transmission on export '%s'", c->peer, c->export->log_name);
     if (s->nloops == 0 || transport_is_tls(&c->transport) ||
-        loop_serve_conn(s->loops, s->nloops, c) < 0) {
+        conn_loop_serve(s->loops, s->nloops, c) < 0) {
       conn_transmission_run(c); /* the thread path: TLS, --engine threads, or no loop */
     }
     log_debug("%s: connection closed", c->peer); /* --verbose: each connection's end too */
@@ -89,7 +90,7 @@ static void *conn_main(void *arg)
     log_warn("%s: TLS error during option haggling (%s); closing", c->peer,
              transport_read_error(&c->transport, rc));
   }
-  /* With TLS, close_notify before the TCP close (spec "TLS support"; rule 33), unless a
+  /* With TLS, close_notify before the TCP close (spec "TLS support"; spec rule 33), unless a
    * reply could not be sent: the peer is gone. Both connection threads are done here. */
   transport_close(&c->transport, !c->send_failed);
   pthread_mutex_lock(&s->lock);

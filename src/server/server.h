@@ -23,7 +23,7 @@ struct server {
   unsigned max_connections;     /* open connections, at most; 0: no limit */
   unsigned max_inflight;        /* requests in flight per connection */
   bool unaligned_error;         /* --unaligned error: refuse requests unaligned to the
-                                   minimum block size a client was told (rule 23) */
+                                   minimum block size a client was told (spec rule 23) */
   atomic_bool stopping;
   pthread_mutex_t lock;
   pthread_cond_t cond;          /* signalled when a connection ends */

@@ -389,7 +389,7 @@ void tls_readers_stop(void)
  * The end of the stream that the drain's shutdown(SHUT_RD) makes is not shown to GnuTLS:
  * it would take it for a truncation attack (GNUTLS_E_PREMATURE_TERMINATION) and invalidate
  * the session, and the replies still in flight and the close_notify could not be sent
- * (helper-54). It reads as "no data yet"; socket_wait_readable then ends the reads. */
+ * then. It reads as "no data yet"; socket_wait_readable then ends the reads. */
 static ssize_t pull_nowait(gnutls_transport_ptr_t ptr, void *buf, size_t len)
 {
   ssize_t n = recv((int)(intptr_t)ptr, buf, len, MSG_DONTWAIT);
@@ -443,22 +443,13 @@ static void note_error(struct tls_session *s, int rc)
   }
 }
 
-int tls_session_start(int fd, unsigned timeout_s, const char *peer, struct tls_session **out)
+/* Sets s's priorities and credentials: PSK (with the PSK key exchanges added) or X.509,
+ * asking for a client certificate when clients are verified. Returns 0 or a GnuTLS error. */
+static int session_credentials_set(struct tls_session *s)
 {
-  struct tls_session *s = calloc(1, sizeof *s);
   const char *errpos = NULL;
   int rc;
 
-  *out = NULL;
-  if (s == NULL) {
-    return -ENOMEM;
-  }
-  atomic_init(&s->broken, false);
-  rc = gnutls_init(&s->session, GNUTLS_SERVER | GNUTLS_NO_SIGNAL);
-  if (rc < 0) {
-    free(s);
-    return -ENOMEM;
-  }
   gnutls_session_set_ptr(s->session, s); /* for psk_key_for_user */
   if (tls_cfg.psk != NULL) {
     rc = gnutls_set_default_priority_append(s->session, "+ECDHE-PSK:+DHE-PSK:+PSK", &errpos, 0);
@@ -475,6 +466,63 @@ int tls_session_start(int fd, unsigned timeout_s, const char *peer, struct tls_s
       gnutls_session_set_verify_cert(s->session, NULL, 0); /* chain checked in the handshake */
     }
   }
+  return rc;
+}
+
+/* Logs why s's handshake failed with GnuTLS error rc (a departed client only at debug
+ * level: server.c says so) and returns it as -errno (tls_errno; -EPIPE counts as
+ * -ECONNRESET). */
+static int handshake_failure_log(const struct tls_session *s, const char *peer, int rc)
+{
+  int err = tls_errno(rc);
+
+  if (err == -EPIPE) {
+    err = -ECONNRESET; /* the peer left while we sent: the same as while we read */
+  }
+  if (err == -ECONNRESET) {
+    /* the client went away ("Error in the pull function"): server.c says so (debug),
+     * as for a close before TLS */
+  } else if (rc == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) {
+    gnutls_datum_t why = {NULL, 0};
+    unsigned status = gnutls_session_get_verify_cert_status(s->session);
+    gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &why, 0);
+    while (why.data != NULL && why.size > 0 && why.data[why.size - 1] <= ' ') {
+      why.data[--why.size] = '\0'; /* GnuTLS ends the text with a space */
+    }
+    log_info("%s: client certificate refused: %s", peer,
+             why.data != NULL ? (const char *)why.data : "not trusted");
+    gnutls_free(why.data);
+  } else if (err == -ETIMEDOUT) {
+    log_debug("%s: TLS handshake timed out", peer); /* server.c logs the deadline */
+  } else if (s->psk_user_state == PSK_USER_UNKNOWN) {
+    log_info("%s: TLS handshake failed: unknown PSK user '%s'", peer, s->psk_user);
+  } else if (s->psk_user_state == PSK_USER_FOUND) {
+    char shown[LOG_SHOWN_MAX];
+    log_info("%s: TLS handshake failed for PSK user '%s' (not the key in %s?): %s", peer,
+             s->psk_user, log_escape_str(shown, sizeof shown, tls_cfg.psk_path),
+             gnutls_strerror(rc));
+  } else {
+    log_info("%s: TLS handshake failed: %s", peer, gnutls_strerror(rc));
+  }
+  return err;
+}
+
+int tls_session_start(int fd, unsigned timeout_s, const char *peer, struct tls_session **out)
+{
+  struct tls_session *s = calloc(1, sizeof *s);
+  int rc;
+
+  *out = NULL;
+  if (s == NULL) {
+    return -ENOMEM;
+  }
+  atomic_init(&s->broken, false);
+  rc = gnutls_init(&s->session, GNUTLS_SERVER | GNUTLS_NO_SIGNAL);
+  if (rc < 0) {
+    free(s);
+    return -ENOMEM;
+  }
+  rc = session_credentials_set(s);
   if (rc < 0) {
     log_error("%s: cannot set up a TLS session: %s", peer, gnutls_strerror(rc));
     gnutls_deinit(s->session);
@@ -499,35 +547,7 @@ int tls_session_start(int fd, unsigned timeout_s, const char *peer, struct tls_s
     }
   }
   if (rc < 0) {
-    int err = tls_errno(rc);
-    if (err == -EPIPE) {
-      err = -ECONNRESET; /* the peer left while we sent: the same as while we read */
-    }
-    if (err == -ECONNRESET) {
-      /* the client went away ("Error in the pull function"): server.c says so (debug),
-       * as for a close before TLS */
-    } else if (rc == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) {
-      gnutls_datum_t why = {NULL, 0};
-      unsigned status = gnutls_session_get_verify_cert_status(s->session);
-      gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &why, 0);
-      while (why.data != NULL && why.size > 0 && why.data[why.size - 1] <= ' ') {
-        why.data[--why.size] = '\0'; /* GnuTLS ends the text with a space */
-      }
-      log_info("%s: client certificate refused: %s", peer,
-               why.data != NULL ? (const char *)why.data : "not trusted");
-      gnutls_free(why.data);
-    } else if (err == -ETIMEDOUT) {
-      log_debug("%s: TLS handshake timed out", peer); /* server.c logs the deadline */
-    } else if (s->psk_user_state == PSK_USER_UNKNOWN) {
-      log_info("%s: TLS handshake failed: unknown PSK user '%s'", peer, s->psk_user);
-    } else if (s->psk_user_state == PSK_USER_FOUND) {
-      char shown[LOG_SHOWN_MAX];
-      log_info("%s: TLS handshake failed for PSK user '%s' (not the key in %s?): %s", peer,
-               s->psk_user, log_escape_str(shown, sizeof shown, tls_cfg.psk_path),
-               gnutls_strerror(rc));
-    } else {
-      log_info("%s: TLS handshake failed: %s", peer, gnutls_strerror(rc));
-    }
+    int err = handshake_failure_log(s, peer, rc);
     gnutls_deinit(s->session);
     free(s);
     return err;

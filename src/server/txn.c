@@ -56,7 +56,7 @@ uint32_t txn_check(struct conn *c, const struct nbd_export_limits *limits,
              c->peer, nbd_command_name(req->type), (unsigned long long)*payload);
   } else if (error != NBD_SUCCESS) {
     /* A client can send refused requests as fast as it can read replies: one line each
-     * wrote 55 MB of log a second (helper-54), and a slow reader of the log stalled the
+     * would write 55 MB of log a second, and a slow reader of the log would stall the
      * other clients. Rate-limited as the backing's failures are. */
     const char *more = NULL;
     if (error == NBD_ESHUTDOWN || log_rate_allows(&c->refusals, "refusals", &more)) {

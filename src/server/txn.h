@@ -14,6 +14,8 @@
 #include <stdint.h>
 
 #include "backing/backing.h"
+#include "io/loop.h"
+#include "nbd/reply.h"
 #include "nbd/request.h"
 #include "server/fence.h"
 
@@ -43,6 +45,7 @@ struct conn_req {
   bool send_data;       /* data_len bytes of op.buf follow hdr (txn_data_length) */
   size_t data_len;
   struct conn_req *next; /* queues of the transmission path */
+  struct loop_post loop_post; /* the reply, posted to the connection's loop (conn_loop.c) */
 };
 
 /* Payloads we do not want (a refused WRITE) are read and dropped up to this size so the

@@ -1,14 +1,14 @@
 /* txn_pool.h: a connection's free list of requests (struct conn_req) with their buffers,
- * so the steady state of a connection allocates nothing per request (issue 4: "no
- * per-request malloc"). callgrind measured txn_alloc + txn_free at about 2,000 of the
- * 3,100 user-space instructions of a 4K read before the pool (docs/performance.md).
+ * so the steady state of a connection allocates nothing per request: a malloc and free
+ * per request would cost about two thirds of the user-space instructions of a 4K read
+ * (callgrind, docs/performance.md).
  *
  * Bounds (memory stays what the in-flight limits allow, plus at most this much idle):
  * at most TXN_POOL_MAX requests kept, buffers of at most TXN_POOL_BUF_MAX bytes each
  * (larger ones are freed on put) and TXN_POOL_BYTES_MAX bytes of idle buffers in all.
  * Buffers are 4096-aligned (O_DIRECT).
  * Registered buffers: an event loop registers a request's buffer with its ring
- * (conn_req.buf_fixed, server/loop_bufs.h) and sets buf_unregister; the pool calls it
+ * (conn_req.buf_fixed, io/loop_bufs.h) and sets buf_unregister; the pool calls it
  * before it frees or replaces such a buffer, and txn_pool_unregister_all empties the
  * slots of the idle ones when the loop lets the connection go. Those calls happen on the
  * thread that frees, which on a loop is the loop's own thread (the only one allowed to).

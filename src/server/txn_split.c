@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "nbd/proto.h"
+#include "nbd/reply.h"
 #include "nbd/request.h"
 #include "server/conn.h"
 #include "server/txn.h"

@@ -1,6 +1,6 @@
 /* file_ident.h: which file a path names, kept to recognise it later. A server removes the
  * files it made (its pid file, its Unix socket) at exit only if their paths still name
- * them: another process may have replaced them since (helper-50, helper-54). Source:
+ * them: another process may have replaced them since. Source:
  * lstat(2); a file is its device and inode number. */
 #ifndef DISKGATE_UTIL_FILE_IDENT_H
 #define DISKGATE_UTIL_FILE_IDENT_H

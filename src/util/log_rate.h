@@ -1,7 +1,7 @@
 /* log_rate.h: thins out the log lines of an event a peer can repeat at will (a refused
  * request or option, a failed write on a full disk): the first LOG_RATE_FIRST of a kind on a
  * connection are logged, then one in LOG_RATE_EVERY, each later line saying how many it
- * stands for. Without it one client wrote 55 MB of log a second (helper-54; test
+ * stands for. Without it one client could write 55 MB of log a second (tested by
  * case_log_flood.sh). */
 #ifndef DISKGATE_UTIL_LOG_RATE_H
 #define DISKGATE_UTIL_LOG_RATE_H

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backing/faulty.h"
+#include "backing/faulty/faulty.h"
 #include "io/engine.h"
 #include "server/durability.h"
 #include "server/export.h"

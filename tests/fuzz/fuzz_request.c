@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "nbd/proto.h"
+#include "nbd/reply.h"
 #include "nbd/request.h"
 #include "util/bytes.h"
 

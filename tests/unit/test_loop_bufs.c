@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "server/loop_bufs.h"
+#include "io/loop_bufs.h"
 
 static struct io_uring ring;
 static struct loop_bufs table;

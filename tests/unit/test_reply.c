@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "nbd/proto.h"
+#include "nbd/reply.h"
 #include "nbd/request.h"
 
 /* ---- replies ---- */

@@ -19,7 +19,7 @@
  * w.done_seq < K that is durable at K (w.done_seq < m(K), m(K) the largest S seq of a FLUSH
  * whose successful D is below K; or w was a FUA write), applied in D order.
  */
-#include "backing/faulty_impl.h"
+#include "backing/faulty/faulty_impl.h"
 
 #include <assert.h>
 #include <errno.h>

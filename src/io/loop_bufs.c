@@ -1,5 +1,5 @@
 /* loop_bufs.c: see loop_bufs.h. */
-#include "server/loop_bufs.h"
+#include "io/loop_bufs.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "backing/backing.h"
-#include "backing/faulty.h"
+#include "backing/faulty/faulty.h"
 
 
 #define NEVER UINT64_MAX

@@ -3,7 +3,7 @@
  * power loss at event K) and faulty.h for the commands that use it (record, events, mark,
  * image, crash). Everything here on struct faulty_backing runs under fb->lock, except
  * faulty_model_start and faulty_model_free (no other thread yet, or any more). */
-#include "backing/faulty_impl.h"
+#include "backing/faulty/faulty_impl.h"
 
 #include <errno.h>
 #include <fcntl.h>

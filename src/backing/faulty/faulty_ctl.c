@@ -1,7 +1,7 @@
 /* faulty_ctl.c: the fault-injecting backing's control protocol (see faulty.h for the
  * commands and their replies): command parsing and execution (faulty_command, under
  * fb->lock), and the control thread that serves the Unix socket at $DISKGATE_TEST_FAULTS. */
-#include "backing/faulty_impl.h"
+#include "backing/faulty/faulty_impl.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -239,7 +239,174 @@ static void cmd_events(struct faulty_backing *fb, struct sbuf *out)
   }
 }
 
-/* Runs one command; sets *crashed when it was a successful `crash`. */
+/* `stalled`: the count and list of operations held until released. fb->lock held. */
+static void cmd_stalled(struct faulty_backing *fb, struct sbuf *out)
+{
+  sb_printf(out, "ok %zu", count_stalled(fb));
+  for (const struct fop *f = fb->held; f != NULL; f = f->next) {
+    if (f->release_ns == NEVER && !f->frozen) {
+      sb_printf(out, " %" PRIu64 ":%s:%" PRIu64 ":%" PRIu64 "%s", f->id,
+                type_name(f->iop.type), f->iop.offset, f->iop.length,
+                f->completed ? ":done" : "");
+    }
+  }
+}
+
+/* `wait-stalled N [MS]`: waits (fb->lock released meanwhile) until N operations are held,
+ * at most MS milliseconds (default 10000). fb->lock held. */
+static void cmd_wait_stalled(struct faulty_backing *fb, int argc, char **argv,
+                             struct sbuf *out)
+{
+  uint64_t n, ms = 10000;
+
+  if (argc < 2 || !parse_u64(argv[1], &n) || (argc > 2 && !parse_u64(argv[2], &ms))) {
+    sb_printf(out, "err usage: wait-stalled N [MS]");
+    return;
+  }
+  uint64_t deadline = faulty_now_ns() + ms * 1000000ull;
+  while (count_stalled(fb) < n && !fb->stopping && faulty_now_ns() < deadline) {
+    struct timespec ts = {.tv_sec = (time_t)(deadline / 1000000000ull),
+                          .tv_nsec = (long)(deadline % 1000000000ull)};
+    pthread_cond_timedwait(&fb->cond, &fb->lock, &ts);
+  }
+  size_t c = count_stalled(fb);
+  sb_printf(out, c >= n ? "ok %zu" : "err timeout %zu", c);
+}
+
+/* `release all|ID [err=NAME]`: lets held operations go on, or fail with NAME. fb->lock
+ * held. */
+static void cmd_release(struct faulty_backing *fb, int argc, char **argv, struct sbuf *out)
+{
+  uint64_t id = 0, n = 0;
+  bool all = argc >= 2 && strcmp(argv[1], "all") == 0;
+  int err = 0;
+
+  if (argc == 3 && strncmp(argv[2], "err=", 4) == 0) {
+    err = parse_errno(argv[2] + 4);
+  }
+  if (argc < 2 || argc > 3 || (!all && !parse_u64(argv[1], &id)) || (argc == 3 && err == 0)) {
+    sb_printf(out, "err usage: release all|ID [err=NAME]");
+    return;
+  }
+  for (struct fop *f = fb->held; f != NULL; f = f->next) {
+    if (f->release_ns == NEVER && !f->frozen && (all || f->id == id)) {
+      f->release_ns = 0;
+      f->fail = err;
+      n++;
+    }
+  }
+  pthread_cond_broadcast(&fb->cond);
+  sb_printf(out, "ok %" PRIu64, n);
+}
+
+/* `image K PATH`: writes the image a power loss after the first K recorded events would
+ * leave. fb->lock held. */
+static void cmd_image(struct faulty_backing *fb, int argc, char **argv, struct sbuf *out)
+{
+  uint64_t k;
+  int rc;
+
+  if (argc != 3 || !parse_u64(argv[1], &k)) {
+    sb_printf(out, "err usage: image K PATH");
+  } else if ((rc = faulty_image_at_locked(fb, k, argv[2])) < 0) {
+    sb_printf(out, "err %s", rc == -EINVAL ? "K is outside the recorded events (record first)"
+                                           : strerror(-rc));
+  } else {
+    sb_printf(out, "ok");
+  }
+}
+
+/* `crash [keep=PERCENT] [seed=N]`: simulated power loss; *crashed set when it happened.
+ * fb->lock held. */
+static void cmd_crash(struct faulty_backing *fb, int argc, char **argv, struct sbuf *out,
+                      bool *crashed)
+{
+  uint64_t keep = 0, seed = 1;
+  bool ok = argc <= 3;
+
+  for (int i = 1; i < argc && ok; i++) {
+    if (strncmp(argv[i], "keep=", 5) == 0) {
+      ok = parse_u64(argv[i] + 5, &keep) && keep <= 100;
+    } else if (strncmp(argv[i], "seed=", 5) == 0) {
+      ok = parse_u64(argv[i] + 5, &seed);
+    } else {
+      ok = false;
+    }
+  }
+  int rc = !ok         ? -EINVAL
+           : fb->crashed ? -EALREADY
+                         : faulty_crash_locked(fb, (unsigned)keep, (unsigned)seed);
+  if (rc == -EINVAL) {
+    sb_printf(out, "err usage: crash [keep=PERCENT] [seed=N]");
+  } else if (rc < 0) {
+    sb_printf(out, "err %s", strerror(-rc));
+  } else {
+    sb_printf(out, "ok");
+    *crashed = true;
+  }
+}
+
+/* `stats`: operation, sync and pending-write counts. fb->lock held. */
+static void cmd_stats(struct faulty_backing *fb, struct sbuf *out)
+{
+  size_t held = 0;
+
+  for (const struct fop *f = fb->held; f != NULL; f = f->next) {
+    held++;
+  }
+  sb_printf(out,
+            "ok ops=%" PRIu64 " held=%zu syncs=%" PRIu64 " syncs_ok=%" PRIu64
+            " pending=%" PRIu64 " pending_bytes=%" PRIu64,
+            fb->ops, held, fb->syncs, fb->syncs_ok, fb->npw, fb->pw_bytes);
+}
+
+/* Runs one command (argv[0..argc), argc > 0) with fb->lock held, its answer into out. */
+static void command_dispatch(struct faulty_backing *fb, int argc, char **argv,
+                             struct sbuf *out, bool *crashed)
+{
+  uint64_t v;
+
+  if (strcmp(argv[0], "rule") == 0) {
+    cmd_rule(fb, argc, argv, out);
+  } else if (strcmp(argv[0], "clear") == 0) {
+    fb->nrules = 0;
+    sb_printf(out, "ok");
+  } else if (strcmp(argv[0], "stalled") == 0) {
+    cmd_stalled(fb, out);
+  } else if (strcmp(argv[0], "wait-stalled") == 0) {
+    cmd_wait_stalled(fb, argc, argv, out);
+  } else if (strcmp(argv[0], "release") == 0) {
+    cmd_release(fb, argc, argv, out);
+  } else if (strcmp(argv[0], "record") == 0) {
+    fb->recording = true;
+    fb->nev = 0;
+    fb->rec_start = fb->seq;
+    fb->durable_at_rec = fb->durable_seq;
+    sb_printf(out, "ok %" PRIu64, fb->seq);
+  } else if (strcmp(argv[0], "seq") == 0) {
+    sb_printf(out, "ok %" PRIu64, fb->seq);
+  } else if (strcmp(argv[0], "mark") == 0) {
+    if (argc != 2 || !parse_u64(argv[1], &v)) {
+      sb_printf(out, "err usage: mark VALUE");
+    } else {
+      sb_printf(out, "ok %" PRIu64,
+                faulty_log_event_locked(fb, FAULTY_EV_MARK, BACKING_OP_READ, 0, 0, 0, 0, 0, v));
+    }
+  } else if (strcmp(argv[0], "events") == 0) {
+    cmd_events(fb, out);
+  } else if (strcmp(argv[0], "image") == 0) {
+    cmd_image(fb, argc, argv, out);
+  } else if (strcmp(argv[0], "crash") == 0) {
+    cmd_crash(fb, argc, argv, out, crashed);
+  } else if (strcmp(argv[0], "stats") == 0) {
+    cmd_stats(fb, out);
+  } else {
+    sb_printf(out, "err unknown command '%s'", argv[0]);
+  }
+}
+
+/* Runs one command line; sets *crashed when it was a successful `crash`. Returns the
+ * answer (malloc'd), or NULL when memory ran out. */
 static char *command_run(struct faulty_backing *fb, const char *line, bool *crashed)
 {
   struct sbuf out = {0};
@@ -257,117 +424,8 @@ static char *command_run(struct faulty_backing *fb, const char *line, bool *cras
   pthread_mutex_lock(&fb->lock);
   if (argc == 0) {
     sb_printf(&out, "err empty command");
-  } else if (strcmp(argv[0], "rule") == 0) {
-    cmd_rule(fb, argc, argv, &out);
-  } else if (strcmp(argv[0], "clear") == 0) {
-    fb->nrules = 0;
-    sb_printf(&out, "ok");
-  } else if (strcmp(argv[0], "stalled") == 0) {
-    sb_printf(&out, "ok %zu", count_stalled(fb));
-    for (const struct fop *f = fb->held; f != NULL; f = f->next) {
-      if (f->release_ns == NEVER && !f->frozen) {
-        sb_printf(&out, " %" PRIu64 ":%s:%" PRIu64 ":%" PRIu64 "%s", f->id,
-                  type_name(f->iop.type), f->iop.offset, f->iop.length,
-                  f->completed ? ":done" : "");
-      }
-    }
-  } else if (strcmp(argv[0], "wait-stalled") == 0) {
-    uint64_t n, ms = 10000;
-    if (argc < 2 || !parse_u64(argv[1], &n) || (argc > 2 && !parse_u64(argv[2], &ms))) {
-      sb_printf(&out, "err usage: wait-stalled N [MS]");
-    } else {
-      uint64_t deadline = faulty_now_ns() + ms * 1000000ull;
-      while (count_stalled(fb) < n && !fb->stopping && faulty_now_ns() < deadline) {
-        struct timespec ts = {.tv_sec = (time_t)(deadline / 1000000000ull),
-                              .tv_nsec = (long)(deadline % 1000000000ull)};
-        pthread_cond_timedwait(&fb->cond, &fb->lock, &ts);
-      }
-      size_t c = count_stalled(fb);
-      sb_printf(&out, c >= n ? "ok %zu" : "err timeout %zu", c);
-    }
-  } else if (strcmp(argv[0], "release") == 0) {
-    uint64_t id = 0, n = 0;
-    bool all = argc >= 2 && strcmp(argv[1], "all") == 0;
-    int err = 0;
-    if (argc == 3 && strncmp(argv[2], "err=", 4) == 0) {
-      err = parse_errno(argv[2] + 4);
-    }
-    if (argc < 2 || argc > 3 || (!all && !parse_u64(argv[1], &id)) || (argc == 3 && err == 0)) {
-      sb_printf(&out, "err usage: release all|ID [err=NAME]");
-    } else {
-      for (struct fop *f = fb->held; f != NULL; f = f->next) {
-        if (f->release_ns == NEVER && !f->frozen && (all || f->id == id)) {
-          f->release_ns = 0;
-          f->fail = err;
-          n++;
-        }
-      }
-      pthread_cond_broadcast(&fb->cond);
-      sb_printf(&out, "ok %" PRIu64, n);
-    }
-  } else if (strcmp(argv[0], "record") == 0) {
-    fb->recording = true;
-    fb->nev = 0;
-    fb->rec_start = fb->seq;
-    fb->durable_at_rec = fb->durable_seq;
-    sb_printf(&out, "ok %" PRIu64, fb->seq);
-  } else if (strcmp(argv[0], "seq") == 0) {
-    sb_printf(&out, "ok %" PRIu64, fb->seq);
-  } else if (strcmp(argv[0], "mark") == 0) {
-    uint64_t v;
-    if (argc != 2 || !parse_u64(argv[1], &v)) {
-      sb_printf(&out, "err usage: mark VALUE");
-    } else {
-      sb_printf(&out, "ok %" PRIu64,
-                faulty_log_event_locked(fb, FAULTY_EV_MARK, BACKING_OP_READ, 0, 0, 0, 0, 0, v));
-    }
-  } else if (strcmp(argv[0], "events") == 0) {
-    cmd_events(fb, &out);
-  } else if (strcmp(argv[0], "image") == 0) {
-    uint64_t k;
-    int rc;
-    if (argc != 3 || !parse_u64(argv[1], &k)) {
-      sb_printf(&out, "err usage: image K PATH");
-    } else if ((rc = faulty_image_at_locked(fb, k, argv[2])) < 0) {
-      sb_printf(&out, "err %s", rc == -EINVAL ? "K is outside the recorded events (record first)"
-                                              : strerror(-rc));
-    } else {
-      sb_printf(&out, "ok");
-    }
-  } else if (strcmp(argv[0], "crash") == 0) {
-    uint64_t keep = 0, seed = 1;
-    bool ok = argc <= 3;
-    for (int i = 1; i < argc && ok; i++) {
-      if (strncmp(argv[i], "keep=", 5) == 0) {
-        ok = parse_u64(argv[i] + 5, &keep) && keep <= 100;
-      } else if (strncmp(argv[i], "seed=", 5) == 0) {
-        ok = parse_u64(argv[i] + 5, &seed);
-      } else {
-        ok = false;
-      }
-    }
-    int rc = !ok         ? -EINVAL
-             : fb->crashed ? -EALREADY
-                           : faulty_crash_locked(fb, (unsigned)keep, (unsigned)seed);
-    if (rc == -EINVAL) {
-      sb_printf(&out, "err usage: crash [keep=PERCENT] [seed=N]");
-    } else if (rc < 0) {
-      sb_printf(&out, "err %s", strerror(-rc));
-    } else {
-      sb_printf(&out, "ok");
-      *crashed = true;
-    }
-  } else if (strcmp(argv[0], "stats") == 0) {
-    size_t held = 0;
-    for (const struct fop *f = fb->held; f != NULL; f = f->next) {
-      held++;
-    }
-    sb_printf(&out,
-              "ok ops=%" PRIu64 " held=%zu syncs=%" PRIu64 " syncs_ok=%" PRIu64
-              " pending=%" PRIu64 " pending_bytes=%" PRIu64,
-              fb->ops, held, fb->syncs, fb->syncs_ok, fb->npw, fb->pw_bytes);
   } else {
-    sb_printf(&out, "err unknown command '%s'", argv[0]);
+    command_dispatch(fb, argc, argv, &out, crashed);
   }
   pthread_mutex_unlock(&fb->lock);
   free(copy);

@@ -1,5 +1,5 @@
 /* loop.c: see loop.h. */
-#include "server/loop.h"
+#include "io/loop.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -13,32 +13,35 @@
 #include <unistd.h>
 
 #include "io/engine_ring.h"
-#include "server/conn.h"
-#include "server/conn_loop.h"
-#include "server/loop_bufs.h"
-#include "server/txn.h"
+#include "io/loop_bufs.h"
 #include "util/log.h"
 
 #define LOOP_ENTRIES 1024u
 #define LOOP_CQ_ENTRIES 8192u
 #define LOOP_TAG_EVENTFD 4u
 
+_Static_assert(ENGINE_RING_TAG_MASK == LOOP_TAG_MASK, "one tag space for the ring's CQEs");
+_Static_assert(LOOP_TAG_CLIENT_0 != ENGINE_RING_TAG && LOOP_TAG_CLIENT_1 != ENGINE_RING_TAG &&
+                   LOOP_TAG_EVENTFD != LOOP_TAG_CLIENT_0 && LOOP_TAG_EVENTFD != LOOP_TAG_CLIENT_1,
+               "each CQE tag has one owner");
+
 struct loop {
   struct io_uring ring;
   pthread_t thread;
   struct engine *engine;   /* ring engine, owned */
   struct engine *fallback; /* shared workers and rings, not owned */
+  const struct loop_ops *ops;
   int efd;
   uint64_t efd_value;      /* the eventfd read's buffer */
-  /* inbox, under lock: connections to adopt, replies completed on other threads */
+  /* inbox, under lock: clients to adopt, work posted from other threads */
   pthread_mutex_t lock;
-  struct conn *inbox_conns;
-  struct conn_req *inbox_replies;
+  struct loop_client *inbox_clients;
+  struct loop_post *inbox_posts;
   bool stopping;
   bool disabled;           /* created with IORING_SETUP_R_DISABLED: loop_main enables it */
   /* loop-thread state */
-  struct conn *marked;     /* connections to advance after this batch */
-  unsigned nconns;
+  struct loop_client *marked; /* clients to advance after this batch */
+  unsigned nclients;
   struct loop_bufs bufs;    /* buffers registered with the ring (loop thread) */
 };
 
@@ -80,20 +83,33 @@ static void loop_wake(struct loop *l)
   (void)n; /* a full counter still wakes the loop */
 }
 
-void loop_post_reply(struct loop *l, struct conn_req *r)
+/* Pushes a client to adopt (c) or posted work (p), whichever is not NULL, onto the inbox
+ * and wakes the loop. Any thread. */
+static void inbox_push(struct loop *l, struct loop_client *c, struct loop_post *p)
 {
   pthread_mutex_lock(&l->lock);
-  r->next = l->inbox_replies;
-  l->inbox_replies = r;
+  if (c != NULL) {
+    c->next = l->inbox_clients;
+    l->inbox_clients = c;
+  } else {
+    p->next = l->inbox_posts;
+    l->inbox_posts = p;
+  }
   pthread_mutex_unlock(&l->lock);
   loop_wake(l);
 }
 
-void loop_mark(struct loop *l, struct conn *c)
+void loop_post(struct loop *l, struct loop_post *p)
 {
-  if (!c->loop_marked) {
-    c->loop_marked = true;
-    c->loop_next = l->marked;
+  inbox_push(l, NULL, p);
+}
+
+void loop_mark(struct loop *l, struct loop_client *c)
+{
+  assert(loop_on_thread(l));
+  if (!c->marked) {
+    c->marked = true;
+    c->next = l->marked;
     l->marked = c;
   }
 }
@@ -109,37 +125,34 @@ static void post_eventfd_read(struct loop *l)
   io_uring_sqe_set_data64(sqe, LOOP_TAG_EVENTFD);
 }
 
-/* Takes the inbox: adopts new connections, queues replies completed elsewhere. */
+/* Takes the inbox: adopts new clients, runs work posted from other threads. */
 static void drain_inbox(struct loop *l)
 {
-  struct conn *conns;
-  struct conn_req *replies;
+  struct loop_client *clients;
+  struct loop_post *posts;
 
   pthread_mutex_lock(&l->lock);
-  conns = l->inbox_conns;
-  replies = l->inbox_replies;
-  l->inbox_conns = NULL;
-  l->inbox_replies = NULL;
+  clients = l->inbox_clients;
+  posts = l->inbox_posts;
+  l->inbox_clients = NULL;
+  l->inbox_posts = NULL;
   pthread_mutex_unlock(&l->lock);
-  while (conns != NULL) {
-    struct conn *c = conns;
-    conns = c->loop_next;
-    c->loop_next = NULL;
-    if (conn_loop_start(l, c) == 0) {
-      l->nconns++;
+  while (clients != NULL) {
+    struct loop_client *c = clients;
+    clients = c->next;
+    c->next = NULL;
+    int rc = l->ops->adopt(l, c);
+    if (rc == 0) {
+      l->nclients++;
       loop_mark(l, c);
     } else {
-      pthread_mutex_lock(&c->lock); /* could not adopt: let the thread serve it */
-      c->loop_state_failed = true;
-      c->loop_done = true;
-      pthread_cond_broadcast(&c->cond);
-      pthread_mutex_unlock(&c->lock);
+      l->ops->release(c, rc);
     }
   }
-  while (replies != NULL) {
-    struct conn_req *r = replies;
-    replies = r->next;
-    conn_loop_on_reply(r->conn, r);
+  while (posts != NULL) {
+    struct loop_post *p = posts;
+    posts = p->next;
+    l->ops->posted(p);
   }
 }
 
@@ -153,11 +166,9 @@ static void dispatch(struct loop *l, struct io_uring_cqe *cqe)
   case ENGINE_RING_TAG:
     engine_ring_complete(data, cqe->res);
     break;
-  case CONN_LOOP_TAG_RECV:
-    conn_loop_on_recv(ptr, cqe->res);
-    break;
-  case CONN_LOOP_TAG_SEND:
-    conn_loop_on_send(ptr, cqe->res);
+  case LOOP_TAG_CLIENT_0:
+  case LOOP_TAG_CLIENT_1:
+    l->ops->complete(ptr, tag, cqe->res);
     break;
   case LOOP_TAG_EVENTFD:
     drain_inbox(l);
@@ -200,20 +211,17 @@ static void *loop_main(void *arg)
     }
     io_uring_cq_advance(&l->ring, seen);
     while (l->marked != NULL) {
-      struct conn *c = l->marked;
-      l->marked = c->loop_next;
-      c->loop_next = NULL;
-      c->loop_marked = false;
-      if (conn_loop_advance(c)) {
-        l->nconns--;
-        pthread_mutex_lock(&c->lock); /* wake the connection's thread: it closes the fd */
-        c->loop_done = true;
-        pthread_cond_broadcast(&c->cond);
-        pthread_mutex_unlock(&c->lock);
+      struct loop_client *c = l->marked;
+      l->marked = c->next;
+      c->next = NULL;
+      c->marked = false;
+      if (l->ops->advance(c)) {
+        l->nclients--;
+        l->ops->release(c, 0);
       }
     }
     pthread_mutex_lock(&l->lock);
-    bool stop = l->stopping && l->nconns == 0 && l->inbox_conns == NULL;
+    bool stop = l->stopping && l->nclients == 0 && l->inbox_clients == NULL;
     pthread_mutex_unlock(&l->lock);
     if (stop) {
       break;
@@ -231,7 +239,7 @@ static void loop_free(struct loop *l)
   free(l);
 }
 
-static int loop_create(struct engine *fallback, struct loop **out)
+static int loop_create(const struct loop_ops *ops, struct engine *fallback, struct loop **out)
 {
   struct io_uring_params p = {0};
   struct loop *l = calloc(1, sizeof *l);
@@ -241,6 +249,7 @@ static int loop_create(struct engine *fallback, struct loop **out)
     return -ENOMEM;
   }
   l->fallback = fallback;
+  l->ops = ops;
   pthread_mutex_init(&l->lock, NULL);
   l->efd = eventfd(0, EFD_CLOEXEC);
   if (l->efd < 0) {
@@ -295,7 +304,8 @@ static int loop_create(struct engine *fallback, struct loop **out)
   return 0;
 }
 
-int loop_start_all(unsigned n, struct engine *fallback, struct loop ***out)
+int loop_start_all(unsigned n, const struct loop_ops *ops, struct engine *fallback,
+                   struct loop ***out)
 {
   struct loop **loops;
 
@@ -307,7 +317,7 @@ int loop_start_all(unsigned n, struct engine *fallback, struct loop ***out)
     return -ENOMEM;
   }
   for (unsigned i = 0; i < n; i++) {
-    int rc = loop_create(fallback, &loops[i]);
+    int rc = loop_create(ops, fallback, &loops[i]);
     if (rc < 0) {
       loop_stop_all(loops, i);
       return rc;
@@ -317,29 +327,16 @@ int loop_start_all(unsigned n, struct engine *fallback, struct loop ***out)
   return 0;
 }
 
-int loop_serve_conn(struct loop **loops, unsigned n, struct conn *c)
+struct loop *loop_pick(struct loop **loops, unsigned n)
 {
   static atomic_uint next;
-  struct loop *l = loops[atomic_fetch_add(&next, 1) % n];
-  bool failed;
 
-  c->loop = l;
-  pthread_mutex_lock(&l->lock);
-  c->loop_next = l->inbox_conns;
-  l->inbox_conns = c;
-  pthread_mutex_unlock(&l->lock);
-  loop_wake(l);
-  pthread_mutex_lock(&c->lock);
-  while (!c->loop_done) {
-    pthread_cond_wait(&c->cond, &c->lock);
-  }
-  failed = c->loop_state_failed;
-  pthread_mutex_unlock(&c->lock);
-  if (failed) {
-    c->loop = NULL;
-    return -ENOMEM;
-  }
-  return 0;
+  return loops[atomic_fetch_add(&next, 1) % n];
+}
+
+void loop_add(struct loop *l, struct loop_client *c)
+{
+  inbox_push(l, c, NULL);
 }
 
 void loop_stop_all(struct loop **loops, unsigned n)

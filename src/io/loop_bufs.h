@@ -12,8 +12,8 @@
  * zeroed structure means "not registered".
  * Units: bytes. Threads: the ring's issuer thread only (with IORING_SETUP_SINGLE_ISSUER the
  * kernel refuses io_uring_register from any other thread). */
-#ifndef DISKGATE_SERVER_LOOP_BUFS_H
-#define DISKGATE_SERVER_LOOP_BUFS_H
+#ifndef DISKGATE_IO_LOOP_BUFS_H
+#define DISKGATE_IO_LOOP_BUFS_H
 
 #include <liburing.h>
 #include <stdbool.h>

@@ -1,0 +1,350 @@
+/* serve_args.c: `diskgate serve`'s command line (getopt_long): see serve_args.h. */
+#include "server/serve_args.h"
+
+#include <assert.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server/listen.h"
+#include "util/cli.h"
+
+static const char serve_usage[] =
+  "Usage: diskgate serve [OPTIONS] PATH\n"
+  "Serve PATH (a raw image file, a block device or partition, a character device, or\n"
+  "rbd:POOL/IMAGE[@SNAP]) over NBD until SIGINT, SIGTERM or SIGHUP.\n"
+  "\n"
+  "  --export NAME          export name clients ask for, UTF-8 (default: the empty name;\n"
+  "                         once)\n"
+  "  --listen HOST:PORT     TCP listener; HOST an address or a name, IPv6 as [ADDR]:PORT\n"
+  "                         (default 127.0.0.1:10809 when there is no --socket; HOST\n"
+  "                         alone means port 10809, :PORT means 127.0.0.1; once)\n"
+  "  --socket PATH          Unix socket listener (with --listen, both listen; once)\n"
+  "  --read-only            refuse WRITE, TRIM and WRITE_ZEROES (NBD_EPERM)\n"
+  "  --force-share          with --read-only: share the image with writers, so it opens\n"
+  "                         beside a QEMU process writing it (as qemu-img -U); reads may\n"
+  "                         then see changes at any time (files and block devices)\n"
+  "  --sync full|fsync|none durability of FLUSH and FUA (default full):\n"
+  "       full   FLUSH replies after fdatasync (F_FULLFSYNC on macOS) covering every\n"
+  "              acknowledged write; FUA writes are durable before their reply\n"
+  "       fsync  plain fsync (on macOS it does not flush the drive cache; on Linux it\n"
+  "              equals full)\n"
+  "       none   FLUSH and FUA are acknowledged without syncing: UNSAFE, acknowledged\n"
+  "              data may be lost if the host crashes or loses power\n"
+  "  --cache direct|writeback  O_DIRECT or the host page cache (default writeback)\n"
+  "  --threads N            I/O threads, 1 to 64 (default: the number of cores)\n"
+  "  --engine uring|threads disk I/O engine (default uring; threads is portable)\n"
+  "  --handshake-timeout S  seconds a client may take to negotiate (default 10)\n"
+  "  --max-handshakes N     connections negotiating at once, at most; when full, the one\n"
+  "                         negotiating longest is closed to make room (default 256)\n"
+  "  --max-connections N    open connections, at most; when full, the one negotiating\n"
+  "                         longest is closed to make room, or else (when none leaves\n"
+  "                         within 0.2 s) the new one, before the greeting (default 0:\n"
+  "                         no limit)\n"
+  "  --unaligned serve|error  requests not aligned to the minimum block size: served by\n"
+  "                         read-modify-write (default), or refused with NBD_EINVAL for\n"
+  "                         clients that asked for the block size (spec: SHOULD)\n"
+  "  --pid-file PATH        write the process id once the listeners are ready\n"
+  "  --ceph-conf PATH       rbd: the cluster's ceph.conf (default: Ceph's search)\n"
+  "  --ceph-id NAME         rbd: the client id (default admin)\n"
+  "  --tls off|on|require   TLS through NBD_OPT_STARTTLS (default: off, or require\n"
+  "                         when credentials are given):\n"
+  "       off      no TLS: STARTTLS is refused with NBD_REP_ERR_POLICY\n"
+  "       on       TLS offered; clients may also stay in the clear\n"
+  "       require  every option but STARTTLS and ABORT is refused until TLS is up\n"
+  "  --tls-certificates DIR X.509 credentials: DIR/server-cert.pem, DIR/server-key.pem;\n"
+  "                         if DIR/ca-cert.pem exists, clients must present a certificate\n"
+  "                         it signed (DIR/ca-crl.pem, if present, lists revoked ones)\n"
+  "  --tls-psk FILE         pre-shared keys instead: `username:hexkey` lines\n"
+  "  --verbose              log each connection that reaches transmission: start, end\n"
+  "  --help                 this text\n";
+
+
+enum {
+  OPT_EXPORT = 256, OPT_LISTEN, OPT_SOCKET, OPT_READ_ONLY, OPT_SYNC, OPT_CACHE, OPT_THREADS,
+  OPT_ENGINE, OPT_PID_FILE, OPT_CEPH_CONF, OPT_CEPH_ID, OPT_HELP, OPT_VERBOSE,
+  OPT_HS_TIMEOUT, OPT_MAX_HS, OPT_UNALIGNED, OPT_TLS, OPT_TLS_CERTS, OPT_TLS_PSK,
+  OPT_FORCE_SHARE, OPT_MAX_CONNS,
+};
+
+static const struct option longopts[] = {
+  {"export", required_argument, NULL, OPT_EXPORT},
+  {"listen", required_argument, NULL, OPT_LISTEN},
+  {"socket", required_argument, NULL, OPT_SOCKET},
+  {"read-only", no_argument, NULL, OPT_READ_ONLY},
+  {"force-share", no_argument, NULL, OPT_FORCE_SHARE},
+  {"sync", required_argument, NULL, OPT_SYNC},
+  {"cache", required_argument, NULL, OPT_CACHE},
+  {"threads", required_argument, NULL, OPT_THREADS},
+  {"engine", required_argument, NULL, OPT_ENGINE},
+  {"pid-file", required_argument, NULL, OPT_PID_FILE},
+  {"ceph-conf", required_argument, NULL, OPT_CEPH_CONF},
+  {"ceph-id", required_argument, NULL, OPT_CEPH_ID},
+  {"handshake-timeout", required_argument, NULL, OPT_HS_TIMEOUT},
+  {"max-handshakes", required_argument, NULL, OPT_MAX_HS},
+  {"max-connections", required_argument, NULL, OPT_MAX_CONNS},
+  {"unaligned", required_argument, NULL, OPT_UNALIGNED},
+  {"tls", required_argument, NULL, OPT_TLS},
+  {"tls-certificates", required_argument, NULL, OPT_TLS_CERTS},
+  {"tls-psk", required_argument, NULL, OPT_TLS_PSK},
+  {"verbose", no_argument, NULL, OPT_VERBOSE},
+  {"help", no_argument, NULL, OPT_HELP},
+  {NULL, 0, NULL, 0},
+};
+
+/* One line naming the problem, exit status 2. `arg`, a value from the command line, is
+ * escaped (one line, printable ASCII, whatever it holds). */
+static int bad_usage(const char *fmt, const char *arg)
+{
+  char shown[LOG_SHOWN_MAX];
+
+  fprintf(stderr, "diskgate serve: ");
+  fprintf(stderr, fmt, log_escape_str(shown, sizeof shown, arg));
+  fprintf(stderr, " (see diskgate serve --help)\n");
+  return 2;
+}
+
+/* bad_usage for a message already made safe (cli_option_error escapes what it quotes). */
+static int bad_usage_text(const char *text)
+{
+  fprintf(stderr, "diskgate serve: %s (see diskgate serve --help)\n", text);
+  return 2;
+}
+
+/* The line for an empty value of an option whose value names a file, a user or an address,
+ * which an empty value cannot (`--socket ''` was taken for the working directory, `--listen
+ * ''` for 127.0.0.1:10809); NULL for the other options. (An empty --pid-file is
+ * pid_file_check's to refuse.) */
+static const char *empty_value_error(int c)
+{
+  switch (c) {
+  case OPT_LISTEN:
+    return "--listen needs HOST:PORT, not an empty address";
+  case OPT_SOCKET:
+    return "--socket needs a path, not an empty name";
+  case OPT_TLS_CERTS:
+    return "--tls-certificates needs a directory, not an empty name";
+  case OPT_TLS_PSK:
+    return "--tls-psk needs a path, not an empty name";
+  case OPT_CEPH_CONF:
+    return "--ceph-conf needs a path, not an empty name";
+  case OPT_CEPH_ID:
+    return "--ceph-id needs a Ceph user name, not an empty one";
+  default:
+    return NULL;
+  }
+}
+
+/* The defaults, before the command line is read. */
+static void config_defaults(struct serve_config *cfg)
+{
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+
+  cfg->opts.sync = SYNC_FULL;
+  cfg->opts.cache = CACHE_WRITEBACK;
+  cfg->engine = ENGINE_URING;
+  cfg->threads = cores > 0 && cores <= 64 ? (unsigned)cores : 2;
+  cfg->handshake_timeout = 10;
+  cfg->max_handshakes = 256;
+}
+
+/* --export, --listen, --socket (c): what clients connect to, each at most once. Returns -1
+ * or an exit status. */
+static int option_apply_address(struct serve_config *cfg, int c, const char *value)
+{
+  char host[256];
+  unsigned port;
+
+  switch (c) {
+  case OPT_EXPORT:
+    if (cfg->export_name != NULL) {
+      return bad_usage("%s given twice (one export per server)", "--export");
+    }
+    if (strlen(value) > 4096) {
+      return bad_usage("export name longer than 4096 bytes%s", "");
+    }
+    if (cli_utf8_check(value) < 0) { /* the name goes to clients, which expect UTF-8 */
+      return bad_usage("--export needs a UTF-8 name, not '%s'", value);
+    }
+    cfg->export_name = value;
+    return -1;
+  case OPT_LISTEN:
+    if (listen_parse_address(value, host, sizeof host, &port) < 0) {
+      return bad_usage("--listen '%s' is not HOST:PORT (IPv6 as [ADDR]:PORT, port 0-65535)",
+                       value);
+    }
+    if (cfg->listen_addr != NULL) {
+      return bad_usage("%s given twice (one TCP listener per server, and one --socket)",
+                       "--listen");
+    }
+    cfg->listen_addr = value;
+    return -1;
+  default:
+    assert(c == OPT_SOCKET);
+    if (cfg->socket_path != NULL) {
+      return bad_usage("%s given twice (one Unix socket per server, and one --listen)",
+                       "--socket");
+    }
+    cfg->socket_path = value;
+    return -1;
+  }
+}
+
+/* The options whose value is a number or one of a few words (c; value not empty).
+ * Returns -1, 0 when c is none of them, or an exit status (2). */
+static int option_apply_setting(struct serve_config *cfg, int c, const char *value)
+{
+  switch (c) {
+  case OPT_SYNC:
+    return sync_mode_parse(value, &cfg->opts.sync) < 0
+               ? bad_usage("--sync takes full, fsync or none, not '%s'", value) : -1;
+  case OPT_CACHE:
+    return cache_mode_parse(value, &cfg->opts.cache) < 0
+               ? bad_usage("--cache takes direct or writeback, not '%s'", value) : -1;
+  case OPT_THREADS:
+    return cli_parse_unsigned(value, 1, 64, &cfg->threads) < 0
+               ? bad_usage("--threads takes a number from 1 to 64, not '%s'", value) : -1;
+  case OPT_ENGINE:
+    return engine_kind_parse(value, &cfg->engine) < 0
+               ? bad_usage("--engine takes uring or threads, not '%s'", value) : -1;
+  case OPT_HS_TIMEOUT:
+    return cli_parse_unsigned(value, 1, 3600, &cfg->handshake_timeout) < 0
+               ? bad_usage("--handshake-timeout takes seconds from 1 to 3600, not '%s'", value)
+               : -1;
+  case OPT_UNALIGNED:
+    if (strcmp(value, "serve") != 0 && strcmp(value, "error") != 0) {
+      return bad_usage("--unaligned takes serve or error, not '%s'", value);
+    }
+    cfg->unaligned_error = strcmp(value, "error") == 0;
+    return -1;
+  case OPT_MAX_HS:
+    return cli_parse_unsigned(value, 1, 100000, &cfg->max_handshakes) < 0
+               ? bad_usage("--max-handshakes takes a number from 1 to 100000, not '%s'", value)
+               : -1;
+  case OPT_MAX_CONNS:
+    return cli_parse_unsigned(value, 0, 1000000, &cfg->max_connections) < 0
+               ? bad_usage("--max-connections takes a number from 0 (no limit) to 1000000, "
+                           "not '%s'", value)
+               : -1;
+  case OPT_TLS:
+    cfg->tls_given = true;
+    return tls_mode_parse(value, &cfg->tls) < 0
+               ? bad_usage("--tls takes off, on or require, not '%s'", value) : -1;
+  default:
+    return 0;
+  }
+}
+
+/* Where the value of an option naming a file, a directory or a user goes (kept as given:
+ * the opens check it); NULL for the other options. */
+static const char **option_path_slot(struct serve_config *cfg, int c)
+{
+  switch (c) {
+  case OPT_PID_FILE:
+    return &cfg->pid_file;
+  case OPT_CEPH_CONF:
+    return &cfg->opts.ceph_conf;
+  case OPT_CEPH_ID:
+    return &cfg->opts.ceph_id;
+  case OPT_TLS_CERTS:
+    return &cfg->tls_cert_dir;
+  case OPT_TLS_PSK:
+    return &cfg->tls_psk_file;
+  default:
+    return NULL;
+  }
+}
+
+/* Applies option c (getopt_long's return) with its value optarg. Returns -1 to go on, or
+ * an exit status. */
+static int option_apply(struct serve_config *cfg, int c, char **argv)
+{
+  const char **slot;
+  int status;
+
+  switch (c) {
+  case OPT_EXPORT:
+  case OPT_LISTEN:
+  case OPT_SOCKET:
+    return option_apply_address(cfg, c, optarg);
+  case OPT_READ_ONLY:
+    cfg->opts.read_only = true;
+    return -1;
+  case OPT_FORCE_SHARE:
+    cfg->opts.force_share = true;
+    return -1;
+  case OPT_VERBOSE:
+    log_set_level(LOG_DEBUG);
+    return -1;
+  case OPT_HELP:
+    fputs(serve_usage, stdout);
+    return 0;
+  default:
+    slot = option_path_slot(cfg, c);
+    if (slot != NULL) {
+      *slot = optarg;
+      return -1;
+    }
+    status = c == '?' || c == ':' ? 0 : option_apply_setting(cfg, c, optarg);
+    if (status == 0) {
+      char msg[512];
+      return bad_usage_text(cli_option_error(longopts, argv[optind - 1], optopt, msg,
+                                             sizeof msg));
+    }
+    return status;
+  }
+}
+
+/* After the options: exactly one PATH, and the checks that span options. Returns -1 or an
+ * exit status (2). */
+static int config_finish(struct serve_config *cfg, int argc, char **argv)
+{
+  if (optind >= argc) {
+    return bad_usage("missing PATH to serve%s", "");
+  }
+  if (optind + 1 < argc) {
+    return bad_usage("unexpected argument '%s' (one PATH per server)", argv[optind + 1]);
+  }
+  if (cfg->opts.force_share && !cfg->opts.read_only) {
+    return bad_usage("--force-share needs --read-only (a writable server always locks the "
+                     "image)%s", "");
+  }
+  if (cfg->opts.force_share && strncmp(argv[optind], "rbd:", 4) == 0) {
+    return bad_usage("--force-share is for files and block devices, not %s", argv[optind]);
+  }
+  cfg->path = argv[optind];
+  log_escape_str(cfg->path_shown, sizeof cfg->path_shown, cfg->path);
+  if (cfg->export_name == NULL) {
+    cfg->export_name = ""; /* the default export */
+  }
+  if (!cfg->tls_given && (cfg->tls_cert_dir != NULL || cfg->tls_psk_file != NULL)) {
+    cfg->tls = TLS_MODE_REQUIRE; /* credentials alone mean TLS, as qemu-nbd's --tls-creds */
+  }
+  return -1;
+}
+
+int serve_args_parse(int argc, char **argv, struct serve_config *cfg)
+{
+  int c;
+
+  config_defaults(cfg);
+  opterr = 0;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    char vmsg[512];
+    if (c != '?' && c != ':' &&
+        cli_value_option_error(longopts, argv, optind, optarg, c, vmsg, sizeof vmsg) != NULL) {
+      return bad_usage_text(vmsg); /* `--export --read-only`: the name was forgotten */
+    }
+    const char *empty = optarg != NULL && *optarg == '\0' ? empty_value_error(c) : NULL;
+    if (empty != NULL) {
+      return bad_usage_text(empty);
+    }
+    int status = option_apply(cfg, c, argv);
+    if (status >= 0) {
+      return status;
+    }
+  }
+  return config_finish(cfg, argc, argv);
+}
