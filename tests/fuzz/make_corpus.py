@@ -54,18 +54,18 @@ OPTION_SEEDS = {
     "bad-client-flags": handshake(1, 0x80000003, opt(7, info(""))),
     "nozeroes-unadvertised": handshake(1, 3, opt(7, info(""))),
     # C02: name lengths
-    "c02-name-4096": handshake(3, 3, opt(7, info("n" * 4096))),
-    "c02-name-4097": handshake(3, 3, opt(7, info("n" * 4097))),
-    "c02-declared-too-long": handshake(3, 3, opt(7, struct.pack(">I", 100) + b"disk\0\0")),
-    "c02-declared-max": handshake(3, 3, opt(6, struct.pack(">I", 0xFFFFFFFF) + b"\0\0")),
-    "c02-nul-name": handshake(3, 3, opt(7, info(b"di\0sk")), opt(1, b"di\0sk")),
-    "c02-utf8-name": handshake(3, 3, opt(7, info("dïsk-€-😀")), opt(1, "dïsk-€".encode())),
+    "name-4096": handshake(3, 3, opt(7, info("n" * 4096))),
+    "name-4097": handshake(3, 3, opt(7, info("n" * 4097))),
+    "name-declared-too-long": handshake(3, 3, opt(7, struct.pack(">I", 100) + b"disk\0\0")),
+    "name-declared-max": handshake(3, 3, opt(6, struct.pack(">I", 0xFFFFFFFF) + b"\0\0")),
+    "name-nul": handshake(3, 3, opt(7, info(b"di\0sk")), opt(1, b"di\0sk")),
+    "name-utf8": handshake(3, 3, opt(7, info("dïsk-€-😀")), opt(1, "dïsk-€".encode())),
     # C03: huge and malformed options
-    "c03-huge-length": handshake(3, 3, opt(0xDEAD, b"\xaa" * 64, length=0xFFFFFFFF)),
-    "c03-list-with-data": handshake(3, 3, opt(3, b"x"), opt(3)),
-    "c03-go-short": handshake(3, 3, opt(7, b"\0\0\0"), opt(7, b"\0\0\0\x0adisk"),
+    "option-huge-length": handshake(3, 3, opt(0xDEAD, b"\xaa" * 64, length=0xFFFFFFFF)),
+    "option-list-with-data": handshake(3, 3, opt(3, b"x"), opt(3)),
+    "option-go-short": handshake(3, 3, opt(7, b"\0\0\0"), opt(7, b"\0\0\0\x0adisk"),
                               opt(7, struct.pack(">I", 4) + b"disk" + struct.pack(">H", 3))),
-    "c03-bad-magic": handshake(3, 3, struct.pack(">QII", 0x1122334455667788, 3, 0)),
+    "option-bad-magic": handshake(3, 3, struct.pack(">QII", 0x1122334455667788, 3, 0)),
     # meta-context layouts
     "meta-bad-query-length": handshake(3, 3, opt(8), opt(9, meta("disk", []) [:-4] +
                                                             struct.pack(">I", 1) +

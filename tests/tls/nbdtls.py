@@ -1,6 +1,6 @@
 """nbdtls.py: a raw-socket NBD client that can upgrade to TLS (tests/tls; reusable by the
 conformance tests), and the TLS rule checks (spec rules 11, 12, 13, 33 of
-../shared/nbd-spec-rules.md; doc/proto.md "TLS support").
+docs/spec-rules.md; doc/proto.md "TLS support").
 
 The TLS part uses Python's ssl module: it is only a test client. Every failure raises
 AssertionError with a message. Run the checks as
