@@ -68,11 +68,11 @@ PY
   dg_stop
 done
 
-# A chain of dead connections (helper-51): connection 1's write is stalled, connection 2's
-# overlapping write waits behind it and connection 2 is dropped too; connection 3 writes
-# v2 over a range that overlaps only connection 2's write. That write must wait for it:
-# it used to be acknowledged at once, then overwritten by connection 2's stale data when
-# the stall ended. Afterwards each range holds the newest write that covers it.
+# A chain of dead connections: connection 1's write is stalled, connection 2's overlapping
+# write waits behind it and connection 2 is dropped too; connection 3 writes v2 over a range
+# that overlaps only connection 2's write. That write must wait for it, never be
+# acknowledged at once and then overwritten by connection 2's stale data when the stall
+# ends. Afterwards each range holds the newest write that covers it.
 truncate -s 0 "$T/disk.img"; truncate -s 4M "$T/disk.img"
 dg_start "faulty:$T/disk.img"
 PYTHONPATH=$HERE $PY - "$DG_UNIX" "$DISKGATE_TEST_FAULTS" "$X" <<'PY' || fail "C12 (parked)"

@@ -116,7 +116,7 @@ try:
 except nbd.Error as e:
     assert errno_name(e) == "EIO", e
 # Phase 3: writes into the holes that no client flushes. Their writeback fails at the
-# server's last sync at shutdown, which must say so (helper-54: it was silent).
+# server's last sync at shutdown, which must say so in the log.
 for block in range(GOOD + 1000, GOOD + 1024):
     h.pwrite(data(block), block * BS)
 for h in conns:

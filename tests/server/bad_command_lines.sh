@@ -69,16 +69,16 @@ done
 # an empty --listen listened on the default 127.0.0.1:10809
 bad "--listen needs" --socket "$T/bad.sock" --listen '' "$T/a.img"
 grep -q "not an empty" "$T/err" || { cat "$T/err" >&2; failures=$((failures + 1)); }
-# each kind of refused option named as what it is (all three used to say "needs a value")
+# each kind of refused option named as what it is (not all as "needs a value")
 bad "unknown option '-r'"       "${L[@]}" -r "$T/a.img"
 bad "'--read-only' takes no value" "${L[@]}" --read-only=yes "$T/a.img"
 bad "'--s' is ambiguous"        "${L[@]}" --s x "$T/a.img"
 bad "unknown option '--bogus'"  "${L[@]}" --bogus=1 "$T/a.img"
-# a bare port is not an address (it used to be bound as the IPv4 address 0.0.47.165)
+# a bare port is not an address (never bound as the IPv4 address 0.0.47.165)
 bad "HOST:PORT"   --socket "$T/bad.sock" --listen 12101 "$T/a.img"
 RES_OPTIONS="timeout:1 attempts:1" \
   bad "no such host" --socket "$T/bad.sock" --listen nosuchhost.invalid:1 "$T/a.img"
-# a second --listen, --socket or --export used to replace the first without a word
+# a second --listen, --socket or --export is refused, never replaces the first silently
 bad "--listen given twice" "${L[@]}" --listen 127.0.0.1:1 "$T/a.img"
 bad "--socket given twice" "${L[@]}" --socket "$T/other.sock" "$T/a.img"
 bad "--export given twice" "${L[@]}" --export a --export b "$T/a.img"
@@ -86,7 +86,7 @@ bad "--export given twice" "${L[@]}" --export a --export b "$T/a.img"
 bad "--export needs a UTF-8 name, not 'caf\\xe9'" "${L[@]}" --export $'caf\xe9' "$T/a.img"
 bad "--force-share needs --read-only" "${L[@]}" --force-share "$T/a.img"
 bad "--force-share is for files and block devices" "${L[@]}" --read-only --force-share rbd:pool/img
-# control characters in a value: escaped, still one line (helper-32)
+# control characters in a value: escaped, still one line
 bad "not '1\\x0a2'"      "${L[@]}" --threads $'1\n2' "$T/a.img"
 bad "not '\\x1b[31mx'"    "${L[@]}" --cache $'\e[31mx' "$T/a.img"
 bad "unknown option '--foo\\x01'" "${L[@]}" $'--foo\x01' "$T/a.img"   # escaped once, not twice
@@ -95,8 +95,8 @@ bad path          "${L[@]}"
 bad "$T/b.img"    "${L[@]}" "$T/a.img" "$T/b.img"
 bad "$T/missing.img" "${L[@]}" "$T/missing.img"
 bad "$T/dir"      "${L[@]}" "$T/dir"
-# an image that cannot be opened for writing (immutable here: root is refused too) names
-# --read-only, which serves it (a new user was not told)
+# an image that cannot be opened for writing (immutable here: root is refused too): the
+# line names --read-only, which serves it
 truncate -s 1M "$T/immutable.img"
 if chattr +i "$T/immutable.img" 2>/dev/null; then
   bad "add --read-only" "${L[@]}" "$T/immutable.img"

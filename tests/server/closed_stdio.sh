@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # A server started with standard descriptors closed (`2>&-`, a service manager that closes
 # them) must not write its log or listener lines into what it opened at those numbers.
-# It used to: the image took fd 1 or 2, and a client's WRITE that was flushed was then
-# overwritten by "peer closed the connection..." (helper-51). Now the closed ones are
-# /dev/null before anything is opened (util/stdio_fds.c), and the image holds exactly what
-# clients wrote, whichever of 0, 1 and 2 were closed.
+# (Were the image to take fd 1 or 2, a flushed WRITE would be overwritten by "peer closed
+# the connection...".) The closed ones are /dev/null before anything is opened
+# (util/stdio_fds.c), and the image holds exactly what clients wrote, whichever of 0, 1 and
+# 2 were closed.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"
 

@@ -64,8 +64,8 @@ dg_stop
 
 # A WRITE whose payload is too large to read and drop (4 GiB - 1): the connection is closed
 # without a reply (spec rule 25), and the log says so once, naming it, on both transmission
-# paths (event loops, and the threads engine's reader); it also said "refused with NBD
-# error 22", a reply that was never sent (a tester found it).
+# paths (event loops, and the threads engine's reader), and never claims a reply ("refused
+# with NBD error 22") that was not sent.
 for engine in uring threads; do
   DG_ENGINE=$engine dg_start "$T/disk.img"
   PYTHONPATH=$SRCDIR/tests/lib $PY - "$DG_SOCK" <<'PY' || fail "oversized WRITE ($engine)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The operator's --export name goes into the start-up log escaped, like names that come from
-# clients: a newline in it used to split the "serving ..." line (and the --sync none
-# warning) in two. The export is still served under its real name. Paths are escaped the
+# clients: a newline in it never splits the "serving ..." line (or the --sync none warning)
+# in two. The export is still served under its real name. Paths are escaped the
 # same way: the image's (the "serving" line, the qcow2 warning, "cannot open"), the Unix
 # socket's (--verbose peer names) and the pid file's. A client's unknown export name is
 # logged escaped, once per option that asked for it, naming the option.
@@ -20,7 +20,7 @@ assert h.get_size() == 1048576
 h.shutdown()
 PY
 # An unknown export: nbdinfo asks with NBD_OPT_INFO, then NBD_OPT_GO; each refusal is one
-# line naming the option, escaped (the two lines used to be identical)
+# line naming the option, escaped (so the two lines differ)
 ! nbdinfo "nbd+unix:///wr%0Aong?socket=$DG_SOCK" >/dev/null 2>&1 || fail "nbdinfo of an unknown export"
 wait_until 5 grep -qF "client asked for unknown export 'wr\x0aong' (NBD_OPT_GO)" "$DG_LOG" ||
   { cat "$DG_LOG" >&2; fail "the unknown export's NBD_OPT_GO line"; }

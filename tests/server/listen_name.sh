@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# --listen HOST:PORT with a host name (qemu-nbd's -b and nbdkit's -i take names): it used to
-# fail with "Invalid argument". localhost resolves on every test machine; the server binds
+# --listen HOST:PORT with a host name (qemu-nbd's -b and nbdkit's -i take names) is served,
+# not refused with "Invalid argument". localhost resolves on every test machine; the server binds
 # its first address, and a client that resolves the same name reaches it.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"

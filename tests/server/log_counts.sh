@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Log lines that count things agree in number with the count (a new user found "1 threads"
-# in the start-up line and "1 connections are negotiating" with --max-handshakes 1).
+# Log lines that count things agree in number with the count ("1 thread" in the start-up
+# line, "1 connection is negotiating" with --max-handshakes 1).
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"
 

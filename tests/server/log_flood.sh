@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A client that sends requests the server refuses (an unknown command, a READ past the end)
-# as fast as it reads the replies must not flood the log: one line each wrote 55 MB a
-# second, and a slow reader of the log stalled the other clients (helper-54). The refusals
+# as fast as it reads the replies must not flood the log (one line each would write 55 MB a
+# second, and a slow reader of the log would stall the other clients). The refusals
 # of a connection are logged as the backing's failures are: the first 10, then one line per
 # 1000 saying so. Every request still gets its NBD_EINVAL reply.
 HERE=$(cd "$(dirname "$0")" && pwd)

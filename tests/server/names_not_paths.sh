@@ -11,8 +11,8 @@
 #    file swapped in is served. Three swaps: a regular file for a symbolic link to a
 #    secret file (caught by O_NOFOLLOW), a regular file for another regular file, and the
 #    target of a symbolic link the operator named (both caught by comparing the inode
-#    fstat gives with the one checked). The reason used to read "Too many levels of
-#    symbolic links" or "Resource temporarily unavailable".
+#    fstat gives with the one checked). The reason given names the swap, not "Too many
+#    levels of symbolic links" or "Resource temporarily unavailable".
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"
 hook=${1:?usage: case_names_not_paths.sh OPEN_HOOK_MODULE}

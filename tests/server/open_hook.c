@@ -8,7 +8,7 @@
  * - swap: just before the first open of exactly DG_SWAP_PATH, DG_SWAP_WITH is renamed onto
  *   it (rename(2) is atomic: a symbolic link or another file takes the path's place), as
  *   between a program's check of a path and its open, every time. Used by
- *   case-names-not-paths (case C18). */
+ *   server-names-not-paths (case C18). */
 /* both symbols are defined here: open must not be redirected to open64 */
 #undef _FILE_OFFSET_BITS
 #include <dlfcn.h>

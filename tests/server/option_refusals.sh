@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Every option the server refuses gets its error reply and one log line naming the option,
-# the error reply and why (helper-67: a malformed NBD_OPT_GO, an unknown option, NBD_OPT_LIST
-# with data, a 64 KiB option, STARTTLS with TLS off and a metadata context before structured
-# replies were answered correctly but left no line). A client that repeats a refused option
+# the error reply and why (here: a malformed NBD_OPT_GO, an unknown option, NBD_OPT_LIST with
+# data, a 64 KiB option, STARTTLS with TLS off and a metadata context before structured
+# replies). A client that repeats a refused option
 # is thinned out as refused requests are: the first 10 lines, then one per 1000. A client that
 # closes in the middle of an option (its header or its data) gets one line; one that closes
 # between options (a port probe) none at the default level, and the server's own close
@@ -92,8 +92,8 @@ want_line "warning: unix:$DG_SOCK#"
 grep -E "warning: .*: bad request magic; closing the connection" "$DG_LOG" >/dev/null ||
   { cat "$DG_LOG" >&2; fail "the bad request magic is not a warning"; }
 # The server's own close is not the peer's: a client stalled in the middle of an option
-# header while the server stops gets no "peer closed" line (helper-68: the drain's shutdown
-# read as the peer's EOF).
+# header while the server stops gets no "peer closed" line (the drain's shutdown is not the
+# peer's EOF).
 PYTHONPATH=$SRCDIR/tests/lib $PY - "$DG_SOCK" <<'PY' &
 import sys, time
 from nbdproto import *

@@ -2,10 +2,9 @@
 # Four connections writing overlapping, unaligned ranges of an O_DIRECT export at once (each
 # client: write its own pattern, read it back, 400 times). Such writes wait on engine
 # workers: at the file backing's gate for a read-modify-write, and at the export's fence
-# for another connection's write. When both workers waited for a request still queued
-# behind them, the whole server hung, and SIGTERM no longer stopped it (a tester hung it in
-# 4 of 6 runs). A reviewer then hung it past the first fix's bound with three connections
-# keeping 128 overlapping writes each in flight (258 workers, all waiting). Now a write
+# for another connection's write. No worker may wait for a request still queued behind it
+# (the whole server would hang, SIGTERM included), however many overlapping writes are in
+# flight (three connections with 128 each would take 258 workers). A write
 # that must wait for another connection's is parked in the fence and started by the
 # completion that unblocks it, and a read-modify-write takes the gate on the worker that
 # runs it: every client finishes, a fifth client is served, the extra workers exit once

@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
-# --pid-file must never cost a user a file (helper-32): pointed at the served image it
-# replaced the image with the pid at start and deleted it at exit (exit status 0); pointed
-# at the --socket path it replaced the socket; any other existing file was overwritten and
-# then deleted; the start-up probe deleted an existing PATH.tmp, even for a command line it
-# then refused; a directory was accepted and left PATH.tmp behind. Now:
+# --pid-file must never cost a user a file: not the served image, not the --socket path, not
+# any other existing file, not an existing PATH.tmp (even for a command line that is then
+# refused), and a directory leaves nothing behind:
 #  - the image, the socket, a directory, a non-regular file, or an existing file that is not
 #    a pid file: exit 2, one line naming --pid-file, the file untouched;
 #  - PATH.tmp is never touched; a stale pid file is replaced and removed at exit;
@@ -60,9 +58,9 @@ echo 4242 >run.pid
 kill "$pid"; wait "$pid" || fail "exit status after SIGTERM"
 assert_eq "$(cat run.pid)" 4242 "a pid file that replaced ours"
 
-# The pid file of a running server is not taken over by a second one (helper-50: it was
-# replaced, and deleted at the second's exit, leaving the first server without one); once
-# that server is gone, even by kill -9, its pid file is stale and replaced.
+# The pid file of a running server is not taken over by a second one (which would delete it
+# at its exit, leaving the first server without one); once that server is gone, even by
+# kill -9, its pid file is stale and replaced.
 truncate -s 1M disk2.img
 "$DISKGATE" serve --socket s4 --pid-file live.pid disk.img 2>log & pid=$!
 DG_PIDS+=("$pid")
@@ -78,8 +76,8 @@ wait_until 10 grep -qx "$pid2" live.pid || { cat log >&2; fail "a stale live.pid
 kill "$pid2"; wait "$pid2" || fail "exit status after SIGTERM"
 [ ! -e live.pid ] || fail "live.pid left behind at exit"
 # Two servers started at the same instant with one --pid-file: exactly one runs, the other
-# exits 2 with the line above (both used to run in 11 of 100 tries, or the second exited 1
-# with "Device or resource busy": helper-55).
+# exits 2 with the line above (never both running, never exit 1 with "Device or resource
+# busy").
 for i in $(seq 1 20); do
   rm -f race.pid
   "$DISKGATE" serve --socket r1.sock --pid-file race.pid disk.img 2>r1.log & p1=$!

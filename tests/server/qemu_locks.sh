@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # diskgate's image lock against QEMU's (block/file-posix.c: one shared OFD lock per byte,
-# 100 + bit for a permission held, 200 + bit for one not shared). A new user found that a
-# --read-only diskgate, which locked the whole file shared, made every read-only QEMU user
-# fail with 'Failed to get "consistent read" lock' (qemu-img compare, qemu-io -r, qemu-nbd -r)
-# when diskgate started first. Now, as a read-only QEMU user that keeps the image stable:
+# 100 + bit for a permission held, 200 + bit for one not shared). A --read-only diskgate
+# must not make read-only QEMU users fail with 'Failed to get "consistent read" lock'
+# (qemu-img compare, qemu-io -r, qemu-nbd -r), as a lock over the whole file would. It locks
+# as a read-only QEMU user that keeps the image stable:
 #  - read-only diskgate first: QEMU readers open the image; QEMU writers do not; a second
 #    read-only diskgate starts; a writable diskgate does not (exit 2);
 #  - a QEMU writer first: neither a read-only nor a writable diskgate starts (exit 2), as

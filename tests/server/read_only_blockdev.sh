@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Read-only storage served without --read-only. A block device the kernel marks read-only
-# (here a loop device made with `losetup -r`),
-# served without --read-only: it used to be opened for writing and advertised as writable,
-# and then every WRITE, TRIM and WRITE_ZEROES failed with EPERM. Now it is served read-only:
+# (here a loop device made with `losetup -r`) is not advertised as writable (every WRITE,
+# TRIM and WRITE_ZEROES would then fail with EPERM): it is served read-only:
 # NBD_FLAG_READ_ONLY is set (no TRIM or WRITE_ZEROES), one log line says why, a write fails
 # with EPERM, and reads return the device's bytes.
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -44,8 +43,8 @@ dg_stop
 DG_PID=$first_pid DG_LOG=$first_log
 dg_stop
 
-# A file on a read-only mount refuses O_RDWR itself (EROFS): it used to be "cannot open ...:
-# Read-only file system", exit 2. Now it is served read-only too, with one log line.
+# A file on a read-only mount refuses O_RDWR itself (EROFS): it is served read-only too, with
+# one log line, not refused with "cannot open ...: Read-only file system".
 mkdir "$T/ro"
 mount -t tmpfs -o size=4m tmpfs "$T/ro"
 DG_CLEANUP_EXTRA='losetup -d "$LOOP" 2>/dev/null; umount "$T/ro" 2>/dev/null'

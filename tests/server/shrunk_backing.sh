@@ -1,17 +1,15 @@
 #!/usr/bin/env bash
-# A backing file truncated shorter while it is served (testers found these): READ past the
-# file's new end fails with EIO, so
+# A backing file truncated shorter while it is served: READ past the file's new end fails
+# with EIO, so
 #  - BLOCK_STATUS must not report that range as a hole that reads as zeroes (base:allocation,
-#    NBD_STATE_HOLE|NBD_STATE_ZERO; doc/proto.md "Metadata querying"). It did: SEEK_DATA's
-#    ENXIO past the end was taken for a hole;
+#    NBD_STATE_HOLE|NBD_STATE_ZERO; doc/proto.md "Metadata querying"): SEEK_DATA's ENXIO
+#    past the end is not a hole;
 #  - with the file cut at a size that is not a multiple of 512, every extent length stays a
-#    multiple of the minimum block size (a MUST of BLOCK_STATUS). The first fix reported a
-#    hole of 1000 bytes;
-#  - WRITE_ZEROES past the new end, replied to with success, reads back as zeroes (it did
-#    not: fallocate with KEEP_SIZE left the file short, and READ there failed with EIO), also
-#    when it ends inside a block (with --cache direct the unaligned READ of it failed: its
-#    read-modify-write read the whole block through O_DIRECT), and so does an unaligned
-#    WRITE there;
+#    multiple of the minimum block size (a MUST of BLOCK_STATUS; no hole of 1000 bytes);
+#  - WRITE_ZEROES past the new end, replied to with success, reads back as zeroes (fallocate
+#    with KEEP_SIZE alone would leave the file short), also when it ends inside a block (with
+#    --cache direct, whose read-modify-write reads the whole block through O_DIRECT), and so
+#    does an unaligned WRITE there;
 #  - every range BLOCK_STATUS reports as zero reads back as zeroes.
 # The part of the export still inside the file keeps its map; growing the file back to the
 # export's size makes the tail read as zeroes again. For --cache writeback and direct.

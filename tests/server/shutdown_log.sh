@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A client still connected when the server stops (SIGTERM) did not close the connection:
-# the log must not say "peer closed the connection without NBD_CMD_DISC". The thread path
-# (--engine threads, and TLS) said so for every idle client at shutdown (a new user found
-# it); the event loops did not. Each: an idle libnbd client, SIGTERM, exit 0, no such line.
+# the log must not say "peer closed the connection without NBD_CMD_DISC", on the thread path
+# (--engine threads, and TLS) as on the event loops. Each: an idle libnbd client, SIGTERM,
+# exit 0, no such line.
 source "$SRCDIR/tests/lib.sh"
 source "$SRCDIR/tests/tls/tlslib.sh"
 

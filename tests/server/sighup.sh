@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SIGHUP (a closed terminal or ssh session) shuts the server down as SIGTERM does, as nbdkit
-# does: it used to kill the server at once (exit 129), leaving the socket file and the pid
-# file behind and requests in flight unanswered. Now: exit 0, both files removed, one log
+# does, never killing it at once (exit 129, the socket and pid files left behind, requests
+# in flight unanswered): exit 0, both files removed, one log
 # line naming the signal; data written before a FLUSH is there. Under nohup it stays ignored.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"

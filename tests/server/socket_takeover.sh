@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # A server removes its Unix socket file at exit only if the path still names the socket it
-# bound. Server A's socket file was removed (by hand, a tmp cleaner) and server B bound the
-# same path; when A stopped it unlinked B's socket, and B ran on unreachable (helper-54).
-# Now B stays reachable after A exits, and B's own exit removes the file.
+# bound. Server A's socket file is removed (by hand, a tmp cleaner) and server B binds the
+# same path: B stays reachable after A exits, and B's own exit removes the file.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"
 

@@ -14,8 +14,7 @@
 #   listen", exit 1, where 8 served), and at 16 the event loops left none for connections
 #   (a server that printed its URI and closed every connection at accept);
 # - a start that failed for want of files printed, before its error line, an info line about
-#   the sync channels it had left out (helper-67): the note now waits for a start that
-#   succeeds;
+#   the sync channels it had left out: the note waits for a start that succeeds;
 # - with --tls-psk, a server that printed its URI at the lowest limit with room for the
 #   connection's socket but not for the PSK file its TLS handshake reads: every client
 #   failed the handshake.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# --verbose logs each connection's start and, now, its end: "connection closed" used to be
-# missing, so a log could not tell a client still connected from one that had gone. Unix-
-# socket connections are numbered, not named by their (reused) fd.
+# --verbose logs each connection's start and its end ("connection closed"), so a log tells a
+# client still connected from one that has gone. Unix-socket connections are numbered, not
+# named by their (reused) fd.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"
 
@@ -13,8 +13,8 @@ done
 dg_stop
 assert_eq "$(grep -c ': transmission on export' "$DG_LOG")" 3 "connection start lines"
 assert_eq "$(grep -c ': connection closed$' "$DG_LOG")" 3 "connection end lines"
-# Two Unix-socket clients one after the other have different names (helper-31: both were
-# named by the fd, which the second reused).
+# Two Unix-socket clients one after the other have different names (not the fd, which the
+# second reuses).
 names=$(grep ': transmission on export' "$DG_LOG" | grep -o "unix:[^ ]*#[0-9]*" | sort -u | wc -l)
 assert_eq "$names" 2 "distinct names of the two Unix-socket connections"
 pass "--verbose logs each connection's start and end"

@@ -146,7 +146,7 @@ def rule11_starttls_policy(a):
 
 def rule30_block_status_without_context(a):
     """In the clear and without structured replies, BLOCK_STATUS fails with EINVAL in a
-    simple reply (it used to trip an assertion in conn.c's reply_encode)."""
+    simple reply (and trips no assertion in the reply encoder)."""
     c = connect(a)
     c.go()
     c.send_request(CMD_BLOCK_STATUS, 5, 0, 4096)
