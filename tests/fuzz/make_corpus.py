@@ -7,29 +7,16 @@ and C11, in the input formats described at the top of fuzz_option.c and fuzz_req
 """
 import os
 import struct
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-IHAVEOPT = 0x49484156454F5054
-REQ, EXT_REQ = 0x25609513, 0x21E41C71
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+from nbdproto import info_payload as info, meta_payload as meta  # noqa: E402,F401
+from nbdproto import option_header, request_header  # noqa: E402
 
 
 def opt(o, data=b"", length=None):
-    return struct.pack(">QII", IHAVEOPT, o, len(data) if length is None else length) + data
-
-
-def info(name, infos=()):
-    n = name.encode() if isinstance(name, str) else name
-    return struct.pack(">I", len(n)) + n + struct.pack(">H", len(infos)) + \
-        b"".join(struct.pack(">H", i) for i in infos)
-
-
-def meta(name, queries):
-    n = name.encode()
-    out = struct.pack(">I", len(n)) + n + struct.pack(">I", len(queries))
-    for q in queries:
-        q = q.encode() if isinstance(q, str) else q
-        out += struct.pack(">I", len(q)) + q
-    return out
+    return option_header(o, len(data) if length is None else length) + data
 
 
 def handshake(server_flags, client_flags, *options):
@@ -81,11 +68,11 @@ def limits(size, tflags, max_payload, mode):
 
 
 def req(cmd, cookie, off, ln, flags=0, payload=b""):
-    return struct.pack(">IHHQQI", REQ, flags, cmd, cookie, off, ln & 0xFFFFFFFF) + payload
+    return request_header(cmd, cookie, off, ln, flags) + payload
 
 
 def ereq(cmd, cookie, off, ln, flags=0, payload=b""):
-    return struct.pack(">IHHQQQ", EXT_REQ, flags, cmd, cookie, off, ln) + payload
+    return request_header(cmd, cookie, off, ln, flags, ext=True) + payload
 
 
 RW = 0x1 | 0x4 | 0x8 | 0x20 | 0x40 | 0x80 | 0x100 | 0x400 | 0x800   # diskgate's flags

@@ -18,7 +18,8 @@ Here:
 Suite-specific clients built on Conn keep only what is theirs:
   tests/conformance/nbdwire.py  checks every server message against the spec (Violation)
   tests/tls/nbdtls.py           STARTTLS and the TLS rule checks
-and tests/durability/vanishing_clients.py uses the encoders for its byte stream.
+and tests/durability/vanishing_clients.py and tests/fuzz/make_corpus.py use the encoders
+for their byte streams.
 
 Importing: a test puts this folder on sys.path (PYTHONPATH=$SRCDIR/tests/lib from a shell
 test; `sys.path.insert` of tests/lib from a module beside it).
