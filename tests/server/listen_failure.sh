@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # When the listener can no longer wait for connections (poll(2) fails: here RLIMIT_NOFILE
 # is lowered below the number of listeners with prlimit), the server does not exit 0 as if
-# asked to stop (nor log "signal 0 (Unknown signal 0)"): one line names the failure, the connection in progress gets the shutdown's grace (its
-# client disconnects without an error), and the exit status is 1.
+# asked to stop (nor log "signal 0 (Unknown signal 0)"): one line names the failure, the
+# connection in progress gets the shutdown's grace (its client disconnects without an
+# error), and the exit status is 1.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"
 
