@@ -55,7 +55,7 @@ free_port() {
 # for the export named by --export (default "").
 dg_start() {
   # Names from a counter, not $RANDOM: two live servers of one test must never share a
-  # socket or pid file (1 in 16384 did, and the second refused to start).
+  # socket or pid file (with $RANDOM, 1 in 16384 would, and the second refuse to start).
   DG_N=$((${DG_N:-0} + 1))
   DG_SOCK=$T/dg.$BASHPID.$DG_N.sock
   DG_PORT=$(free_port)

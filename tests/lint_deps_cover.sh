@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Every command a test checks for with `command -v NAME` must come from a Debian package
 # that scripts/deps.sh installs: otherwise the suite passes on a machine that happens to
-# have the package and fails on a fresh one (2026-12-02: case-fast-zero-blockdev needs
-# sfdisk, from fdisk, which deps.sh did not list; CI's machine had it, a new one did not).
+# have the package and fails on a fresh one (server-fast-zero-blockdev needs sfdisk, from
+# fdisk, which a machine may happen to have).
 # Each command a test checks with `command -v NAME ... || fail` must be installed, and the
 # package that owns it (dpkg -S) must be one `scripts/deps.sh --list all` prints.
 set -euo pipefail

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Under `set -o pipefail` (tests/lib.sh and the scripts set it), `CMD | grep -q PATTERN`
 # fails at random: grep exits at its first match, CMD dies of SIGPIPE if it is still
-# writing, and the pipeline's status is then 141, not 0. That made regressions check 10
-# run in the ASan build, where it must be skipped, and fail (2026-12-01). `grep PATTERN
-# >/dev/null` reads to the end. This test fails while any shell script of the project
-# (*.sh, scripts with a shell shebang, the Makefile; continued lines joined) pipes into a
-# reader that stops early: grep/egrep/fgrep with -q, --quiet, --silent or -m, or an awk
-# program with `exit`. A line that ends the pipeline with `|| true`, or carries the comment
-# `# pipe-ok`, is exempt. `| head` is not checked: most uses read output written at once.
+# writing, and the pipeline's status is then 141, not 0 (so a check that must be skipped in
+# the ASan build could run there and fail). `grep PATTERN >/dev/null` reads to the end.
+# This test fails while any shell script of the project (*.sh, scripts with a shell
+# shebang, the Makefile; continued lines joined) pipes into a reader that stops early:
+# grep/egrep/fgrep with -q, --quiet, --silent or -m, or an awk program with `exit`. A line
+# that ends the pipeline with `|| true`, or carries the comment `# pipe-ok`, is exempt.
+# `| head` is not checked: most uses read output written at once.
 # The scanner checks itself first on lines it must and must not catch.
 set -euo pipefail
 : "${SRCDIR:?SRCDIR must point at the source root}"

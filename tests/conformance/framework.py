@@ -1,7 +1,7 @@
 """framework.py: servers, the test registry and helpers of the conformance suite.
 
-A test is a function registered with @rule(N, ...) (a rule of ../shared/nbd-spec-rules.md;
-its name must start with rNN_) or @case("C02") (a field case of ../shared/cases/; its name
+A test is a function registered with @rule(N, ...) (a rule of docs/spec-rules.md;
+its name must start with rNN_) or @case("C02") (a field case of docs/cases.md; its name
 starts with c02_). It gets a Ctx, raises AssertionError (or anything) to fail, and may
 return a short note. Tests registered with counts=False are stand-ins (for instance the
 NOTLS checks that stand in for the TLS rules while diskgate has no TLS): they must pass,

@@ -6,7 +6,7 @@ truncated, oversized), requests with any type/flags/offset/length, compact or ex
 
 Every message the server sends is checked against doc/proto.md as it is parsed, whatever
 the test is about. A violation raises Violation (an AssertionError) whose message starts
-with the rule of ../shared/nbd-spec-rules.md it breaks, e.g. "rule 20: ...". The checks:
+with the rule of docs/spec-rules.md it breaks, e.g. "rule 20: ...". The checks:
   - option replies: magic, the client's option number, error strings (rules 4, 15);
   - replies: the reply style negotiated (simple only without structured replies; no simple
     reply to READ once structured replies are on; only 32-byte extended replies once

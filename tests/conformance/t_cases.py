@@ -1,4 +1,4 @@
-"""t_cases.py: field cases C02, C03, C10 and C13 of ../shared/cases/README.md.
+"""t_cases.py: field cases C02, C03, C10 and C13 of docs/cases.md.
 
 (C01 and C15 are covered by the durability work, with ASan/valgrind and fd counts.)"""
 import json

@@ -1,4 +1,4 @@
-"""t_handshake.py: rules 1-13 of ../shared/nbd-spec-rules.md (the handshake); t_meta.py has
+"""t_handshake.py: rules 1-13 of docs/spec-rules.md (the handshake); t_meta.py has
 rules 14-16 and uses the helpers here (rw, in_sync_go, still_serves, tls_server, starttls).
 
 Each test is named rNN_... after the first rule it checks. The raw client (nbdwire) checks

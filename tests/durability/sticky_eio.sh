@@ -13,11 +13,11 @@ export DISKGATE_TEST_FAULTS=$T/ctl
 truncate -s 4M "$T/disk.img"
 for mode in full fsync; do
   dg_start --sync "$mode" "faulty:$T/disk.img"
-  PYTHONPATH=$HERE:$SRCDIR/tests/interop $PY - "$DG_UNIX" "$DISKGATE_TEST_FAULTS" <<'PY' ||
+  PYTHONPATH=$HERE:$SRCDIR/tests/lib $PY - "$DG_UNIX" "$DISKGATE_TEST_FAULTS" <<'PY' ||
 import errno, sys
 import nbd
 from dgdur import Faults
-from nbdcase import expect_err
+from libnbd_helpers import expect_err
 uri, ctl = sys.argv[1:]
 f = Faults(ctl)
 a, b = nbd.NBD(), nbd.NBD()

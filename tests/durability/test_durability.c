@@ -295,8 +295,8 @@ static void test_sync_error_fails_every_channel(void **state)
 }
 
 /* A sync left running with nobody waiting (a newer one answered its FLUSH) when the export
- * is closed: the close waits for it, before the backing and the group commit's state go.
- * It used to free them under the running sync (use-after-free at SIGTERM, helper-14). */
+ * is closed: the close waits for it, before the backing and the group commit's state go
+ * (never freed under the running sync: a use-after-free at SIGTERM). */
 struct release_later {
   struct ctx *c;
   int ms;

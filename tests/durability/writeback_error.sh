@@ -40,10 +40,10 @@ dd if=/dev/zero of="$TFS/filler" bs=1M status=none 2>/dev/null || true  # fills 
 [ "$(df --output=avail -k "$TFS" | tail -1)" -lt 64 ] || fail "the tmpfs is not full"
 
 dg_start --cache writeback --sync full "$MNT/disk.img"
-PYTHONPATH=$SRCDIR/tests/interop $PY - "$DG_UNIX" "$T/durable" <<'PY' ||
+PYTHONPATH=$SRCDIR/tests/lib $PY - "$DG_UNIX" "$T/durable" <<'PY' ||
 import sys, threading
 import nbd
-from nbdcase import errno_name
+from libnbd_helpers import errno_name
 uri, out = sys.argv[1:]
 BS, GOOD = 4096, 1024                     # blocks 0..1023 are backed, 1024..2047 are holes
 def data(block):
@@ -116,7 +116,7 @@ try:
 except nbd.Error as e:
     assert errno_name(e) == "EIO", e
 # Phase 3: writes into the holes that no client flushes. Their writeback fails at the
-# server's last sync at shutdown, which must say so (helper-54: it was silent).
+# server's last sync at shutdown, which must say so in the log.
 for block in range(GOOD + 1000, GOOD + 1024):
     h.pwrite(data(block), block * BS)
 for h in conns:

@@ -1,6 +1,6 @@
 /* fuzz_option.c: libFuzzer harness for option haggling, over the pure code of src/nbd/option.c
  * (doc/proto.md "Newstyle negotiation", "Option types"; rules 2-15 of
- * ../shared/nbd-spec-rules.md).
+ * docs/spec-rules.md).
  *
  * Input: the client's side of a handshake.
  *   byte 0        the server's handshake flags (low 2 bits) and knobs for the encoders

@@ -1,6 +1,6 @@
 /* fuzz_request.c: libFuzzer harness for request decoding and validation, and for the reply
  * encoders, over the pure code of src/nbd/request.c (doc/proto.md "Transmission phase";
- * rules 16-35 of ../shared/nbd-spec-rules.md).
+ * rules 16-35 of docs/spec-rules.md).
  *
  * Input:
  *   bytes 0-14   the connection: export size (64 bits), transmission flags (16), maximum

@@ -7,29 +7,16 @@ and C11, in the input formats described at the top of fuzz_option.c and fuzz_req
 """
 import os
 import struct
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-IHAVEOPT = 0x49484156454F5054
-REQ, EXT_REQ = 0x25609513, 0x21E41C71
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+from nbdproto import info_payload as info, meta_payload as meta  # noqa: E402,F401
+from nbdproto import option_header, request_header  # noqa: E402
 
 
 def opt(o, data=b"", length=None):
-    return struct.pack(">QII", IHAVEOPT, o, len(data) if length is None else length) + data
-
-
-def info(name, infos=()):
-    n = name.encode() if isinstance(name, str) else name
-    return struct.pack(">I", len(n)) + n + struct.pack(">H", len(infos)) + \
-        b"".join(struct.pack(">H", i) for i in infos)
-
-
-def meta(name, queries):
-    n = name.encode()
-    out = struct.pack(">I", len(n)) + n + struct.pack(">I", len(queries))
-    for q in queries:
-        q = q.encode() if isinstance(q, str) else q
-        out += struct.pack(">I", len(q)) + q
-    return out
+    return option_header(o, len(data) if length is None else length) + data
 
 
 def handshake(server_flags, client_flags, *options):
@@ -54,18 +41,18 @@ OPTION_SEEDS = {
     "bad-client-flags": handshake(1, 0x80000003, opt(7, info(""))),
     "nozeroes-unadvertised": handshake(1, 3, opt(7, info(""))),
     # C02: name lengths
-    "c02-name-4096": handshake(3, 3, opt(7, info("n" * 4096))),
-    "c02-name-4097": handshake(3, 3, opt(7, info("n" * 4097))),
-    "c02-declared-too-long": handshake(3, 3, opt(7, struct.pack(">I", 100) + b"disk\0\0")),
-    "c02-declared-max": handshake(3, 3, opt(6, struct.pack(">I", 0xFFFFFFFF) + b"\0\0")),
-    "c02-nul-name": handshake(3, 3, opt(7, info(b"di\0sk")), opt(1, b"di\0sk")),
-    "c02-utf8-name": handshake(3, 3, opt(7, info("dïsk-€-😀")), opt(1, "dïsk-€".encode())),
+    "name-4096": handshake(3, 3, opt(7, info("n" * 4096))),
+    "name-4097": handshake(3, 3, opt(7, info("n" * 4097))),
+    "name-declared-too-long": handshake(3, 3, opt(7, struct.pack(">I", 100) + b"disk\0\0")),
+    "name-declared-max": handshake(3, 3, opt(6, struct.pack(">I", 0xFFFFFFFF) + b"\0\0")),
+    "name-nul": handshake(3, 3, opt(7, info(b"di\0sk")), opt(1, b"di\0sk")),
+    "name-utf8": handshake(3, 3, opt(7, info("dïsk-€-😀")), opt(1, "dïsk-€".encode())),
     # C03: huge and malformed options
-    "c03-huge-length": handshake(3, 3, opt(0xDEAD, b"\xaa" * 64, length=0xFFFFFFFF)),
-    "c03-list-with-data": handshake(3, 3, opt(3, b"x"), opt(3)),
-    "c03-go-short": handshake(3, 3, opt(7, b"\0\0\0"), opt(7, b"\0\0\0\x0adisk"),
+    "option-huge-length": handshake(3, 3, opt(0xDEAD, b"\xaa" * 64, length=0xFFFFFFFF)),
+    "option-list-with-data": handshake(3, 3, opt(3, b"x"), opt(3)),
+    "option-go-short": handshake(3, 3, opt(7, b"\0\0\0"), opt(7, b"\0\0\0\x0adisk"),
                               opt(7, struct.pack(">I", 4) + b"disk" + struct.pack(">H", 3))),
-    "c03-bad-magic": handshake(3, 3, struct.pack(">QII", 0x1122334455667788, 3, 0)),
+    "option-bad-magic": handshake(3, 3, struct.pack(">QII", 0x1122334455667788, 3, 0)),
     # meta-context layouts
     "meta-bad-query-length": handshake(3, 3, opt(8), opt(9, meta("disk", []) [:-4] +
                                                             struct.pack(">I", 1) +
@@ -81,11 +68,11 @@ def limits(size, tflags, max_payload, mode):
 
 
 def req(cmd, cookie, off, ln, flags=0, payload=b""):
-    return struct.pack(">IHHQQI", REQ, flags, cmd, cookie, off, ln & 0xFFFFFFFF) + payload
+    return request_header(cmd, cookie, off, ln, flags) + payload
 
 
 def ereq(cmd, cookie, off, ln, flags=0, payload=b""):
-    return struct.pack(">IHHQQQ", EXT_REQ, flags, cmd, cookie, off, ln) + payload
+    return request_header(cmd, cookie, off, ln, flags, ext=True) + payload
 
 
 RW = 0x1 | 0x4 | 0x8 | 0x20 | 0x40 | 0x80 | 0x100 | 0x400 | 0x800   # diskgate's flags

@@ -1,22 +1,28 @@
-"""nbdproto.py: what the raw-socket NBD test clients share (tests/lib; run with /usr/bin/python3).
+"""nbdproto.py: the raw-socket NBD client every Python test shares (tests/lib; run with
+/usr/bin/python3). It sends what libnbd will not: any client flags, options and requests with
+any fields and payloads, compact or extended request headers.
 
-The clients built on it, each keeping its own checks and conveniences:
+Here:
+  - the protocol's constants (doc/proto.md "Values", the spec's names without NBD_);
+  - the encoders of option payloads and request headers;
+  - Conn, a connection with the handshake and transmission framing: greeting, client flags,
+    options and their replies, request headers, simple replies. Conn reports a protocol
+    fault through self.bad(rule, message), which raises AssertionError(message); a subclass
+    can raise its own error instead. The server closing the connection in the middle of a
+    message goes through self.eof(got, wanted), likewise;
+  - Raw, the plain raw client over Conn: fixed newstyle, NBD_OPT_EXPORT_NAME / NBD_OPT_GO,
+    optional extended headers, requests with any type, flags, cookie, offset, length and
+    payload. Every failure raises AssertionError with a message, so a test prints one line
+    and fails.
+
+Suite-specific clients built on Conn keep only what is theirs:
   tests/conformance/nbdwire.py  checks every server message against the spec (Violation)
-  tests/interop/nbdraw.py       any client flags, EXPORT_NAME / GO, simple replies only
   tests/tls/nbdtls.py           STARTTLS and the TLS rule checks
-  tests/regress/rawnbd.py       GO, optional extended headers, for the regression checks
-and tests/durability/c01_clients.py uses the encoders for its byte stream.
+and tests/durability/vanishing_clients.py and tests/fuzz/make_corpus.py use the encoders
+for their byte streams.
 
-Here: the protocol's constants (doc/proto.md "Values", the spec's names without NBD_), the
-encoders of option payloads and request headers, and Conn, a connection with the handshake
-and transmission framing: greeting, client flags, options and their replies, request
-headers, simple replies. Conn reports a protocol fault through self.bad(rule, message),
-which raises AssertionError(message); a client can raise its own error instead (nbdwire:
-a Violation naming the rule). The server closing the connection in the middle of a message
-goes through self.eof(got, wanted), likewise.
-
-Importing: the clients put this folder on sys.path (see `lib_path` in each), so nothing
-needs PYTHONPATH beyond the client's own folder.
+Importing: a test puts this folder on sys.path (PYTHONPATH=$SRCDIR/tests/lib from a shell
+test; `sys.path.insert` of tests/lib from a module beside it).
 """
 import socket
 import struct
@@ -153,7 +159,7 @@ class Conn:
     # ---- how faults are reported (a client may override) ----
     def bad(self, rule, msg):
         """The server broke the protocol (rule: the rule's number in
-        ../shared/nbd-spec-rules.md, for clients that name it)."""
+        docs/spec-rules.md, for clients that name it)."""
         raise AssertionError(msg)
 
     def eof(self, got, wanted):
@@ -271,3 +277,120 @@ class Conn:
             self.s.close()
         except OSError:
             pass
+
+
+class Raw(Conn):
+    """A raw client: the handshake step by step (haggling, negotiated) or all at once, then
+    requests. Replies are simple unless extended headers were negotiated (extended_headers);
+    request() reads simple replies only, reply() either kind."""
+
+    def __init__(self, unix=None, tcp=None, timeout=10.0):
+        super().__init__(unix=unix, tcp=tcp, timeout=timeout)
+        self.size = self.tflags = None
+        self.ext = False  # extended headers negotiated: requests and replies are 32 bytes
+
+    def pending(self, wait=0.3):
+        """Bytes the server sent that nobody asked for (waits `wait` s; b'' if none)."""
+        self.s.settimeout(wait)
+        try:
+            return self.s.recv(65536)
+        except socket.timeout:
+            return b""
+        finally:
+            self.s.settimeout(self.timeout)
+
+    # ---- handshake (greeting, send_client_flags, send_option: Conn) ----
+    def export_name(self, name, no_zeroes):
+        """NBD_OPT_EXPORT_NAME: reads exactly 10 (+124 zero) bytes; no more may follow."""
+        self.send_option(OPT_EXPORT_NAME, name.encode())
+        self.size, self.tflags = struct.unpack(">QH", self.recv_exact(10))
+        if not no_zeroes:
+            pad = self.recv_exact(124)
+            assert pad == bytes(124), "the 124 bytes after size+flags are not all zero"
+        return self.size, self.tflags
+
+    def go(self, name=""):
+        """NBD_OPT_GO (no info requests): reads REP_INFO(s) up to REP_ACK."""
+        self.send_option(OPT_GO, info_payload(name))
+        while True:
+            opt, rtype, data = self.recv_option_reply()
+            assert opt == OPT_GO, f"option reply for option {opt}, expected {OPT_GO}"
+            if rtype == REP_ACK:
+                break
+            assert rtype == REP_INFO, f"NBD_OPT_GO failed: reply type {rtype:#x} {data!r}"
+            size, tflags = export_info([(rtype, data)])
+            if size is not None:
+                self.size, self.tflags = size, tflags
+        assert self.size is not None, "no NBD_INFO_EXPORT before NBD_REP_ACK"
+        return self.size, self.tflags
+
+    def extended_headers(self):
+        """NBD_OPT_EXTENDED_HEADERS, which must be acknowledged; later requests default to
+        extended headers and reply() reads extended replies."""
+        r = self.option_replies(OPT_EXTENDED_HEADERS)
+        assert r[-1][0] == REP_ACK, "extended headers refused"
+        self.ext = True
+
+    @classmethod
+    def haggling(cls, unix=None, tcp=None):
+        """A connection in option haggling: the greeting read, fixed newstyle (+ NO_ZEROES
+        when the server offers it) sent."""
+        c = cls(unix=unix, tcp=tcp)
+        flags = c.greeting()
+        c.send_client_flags(FLAG_FIXED_NEWSTYLE | (flags & FLAG_NO_ZEROES))
+        return c
+
+    @classmethod
+    def negotiated(cls, unix=None, tcp=None, name=""):
+        """A connection in transmission phase (haggling, then NBD_OPT_GO)."""
+        c = cls.haggling(unix=unix, tcp=tcp)
+        c.go(name)
+        return c
+
+    # ---- transmission (simple_reply: Conn) ----
+    def send_request(self, cmd, cookie, offset=0, length=0, flags=0, payload=b"", ext=None):
+        """Conn.send_request with ext defaulting to whether extended headers were
+        negotiated."""
+        super().send_request(cmd, cookie, offset, length, flags, payload,
+                             self.ext if ext is None else ext)
+
+    def request(self, cmd, cookie, offset=0, length=0, flags=0, payload=b"", read_len=None):
+        """Sends one request and waits for its simple reply. Returns (error, data): data is
+        read only when error == 0 and the command is READ (read_len bytes, default
+        `length`)."""
+        self.send_request(cmd, cookie, offset, length, flags, payload)
+        error, _ = self.simple_reply(cookie)
+        data = b""
+        if error == 0 and cmd == CMD_READ:
+            data = self.recv_exact(length if read_len is None else read_len)
+        return error, data
+
+    def reply(self, read_length=0):
+        """The next reply, whatever its cookie: (error, cookie, data) of a simple reply
+        (data: read_length bytes on success), or of one extended chunk (data: an
+        OFFSET_DATA chunk's bytes)."""
+        if self.ext:
+            magic, _flags, rtype, cookie, _offset, length = \
+                struct.unpack(">IHHQQQ", self.recv_exact(32))
+            assert magic == EXT_REPLY_MAGIC, hex(magic)
+            body = self.recv_exact(length)
+            if rtype & 0x8000:
+                return struct.unpack(">I", body[:4])[0], cookie, b""
+            return 0, cookie, body[8:] if rtype == 1 else b""
+        magic, error, cookie = struct.unpack(">IIQ", self.recv_exact(16))
+        assert magic == SIMPLE_REPLY_MAGIC, hex(magic)
+        data = self.recv_exact(read_length) if error == 0 and read_length else b""
+        return error, cookie, data
+
+    def read(self, offset, length, cookie=0x5EAD):
+        error, data = self.request(CMD_READ, cookie, offset, length)
+        assert error == 0, f"READ {offset}+{length} failed with NBD error {error}"
+        return data
+
+    def close(self):
+        """NBD_CMD_DISC (when the connection still takes it), then close."""
+        try:
+            self.send_request(CMD_DISC, 0)
+        except OSError:
+            pass
+        self.s.close()

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# rbd block status (issue 7 point 3): NBD_CMD_BLOCK_STATUS / base:allocation on an RBD
+# rbd block status: NBD_CMD_BLOCK_STATUS / base:allocation on an RBD
 # export comes from librbd's object map (rbd_diff_iterate2, whole objects) when the image
 # has fast-diff, and agrees with `rbd diff --whole-object` run beside diskgate; REQ_ONE
 # gives exactly the first extent (a stopped map is not extended to the end); zeroing whole

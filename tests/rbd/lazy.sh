@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# rbd lazy attach (issue 5 point 4): `diskgate serve rbd:...` connects to the cluster and
+# rbd lazy attach: `diskgate serve rbd:...` connects to the cluster and
 # opens the image only when some client's NBD_OPT_GO (or INFO) names the export, never at
 # start-up or for connections that merely connect, list exports or stall. Measured from the
 # outside: diskgate's TCP connections to the monitor and OSD (ss), and its thread count

@@ -53,11 +53,11 @@ PYEOF
 assert_eq "$(nbdinfo --size "$DG_TCP")" "$NEW" "nbdinfo --size after the resize"
 pass "resize seen by new connections; I/O past the old end works; old connection fine"
 
-# The size is read and stored in one step (rbd.c size_refresh; helper-50): with new
-# connections arriving all the time (each NBD_OPT_GO refreshes the size) while the image is
-# resized and snapshotted (a header change that keeps the size), each change is logged
-# once, and the size never goes back: a refresh that read the old size used to store it
-# after the header watch had stored the new one, and the change was logged again.
+# The size is read and stored in one step (rbd.c size_refresh): with new connections
+# arriving all the time (each NBD_OPT_GO refreshes the size) while the image is resized and
+# snapshotted (a header change that keeps the size), each change is logged once, and the
+# size never goes back (a refresh that read the old size never stores it after the header
+# watch stored the new one).
 ( while :; do nbdinfo --size "$DG_UNIX" >/dev/null 2>&1 || true; done ) &
 goers=$!
 sizes=(128)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Case C17 (../shared/cases/README.md): a slow cluster is not an error. The only OSD is
+# C17 (docs/cases.md): a slow cluster is not an error. The only OSD is
 # paused (SIGSTOP) while clients have requests in flight, for longer than the clients'
 # timeout, then resumed (SIGCONT). diskgate must keep every connection and reply late, with
 # success and the right data; slowness alone never becomes an error reply.

@@ -1,6 +1,6 @@
 """nbdtls.py: a raw-socket NBD client that can upgrade to TLS (tests/tls; reusable by the
 conformance tests), and the TLS rule checks (spec rules 11, 12, 13, 33 of
-../shared/nbd-spec-rules.md; doc/proto.md "TLS support").
+docs/spec-rules.md; doc/proto.md "TLS support").
 
 The TLS part uses Python's ssl module: it is only a test client. Every failure raises
 AssertionError with a message. Run the checks as
@@ -146,7 +146,7 @@ def rule11_starttls_policy(a):
 
 def rule30_block_status_without_context(a):
     """In the clear and without structured replies, BLOCK_STATUS fails with EINVAL in a
-    simple reply (it used to trip an assertion in conn.c's reply_encode)."""
+    simple reply (and trips no assertion in the reply encoder)."""
     c = connect(a)
     c.go()
     c.send_request(CMD_BLOCK_STATUS, 5, 0, 4096)

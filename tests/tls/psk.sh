@@ -41,7 +41,7 @@ mkdir -p "$T/dave" && printf 'dave:%s\n' "$key" >"$T/dave/keys.psk"
 unknown=$(nbdinfo --size "nbds+unix://dave@/?socket=$DG_SOCK&tls-psk-file=$T/dave/keys.psk" 2>&1 | tail -1 || true)
 wrong=$(nbdinfo --size "nbds+unix://alice@/?socket=$DG_SOCK&tls-psk-file=$T/bad/keys.psk" 2>&1 | tail -1 || true)
 assert_eq "$unknown" "$wrong" "the client's error for an unknown user and for a wrong key"
-# The key file gone while serving: the log names the file, not an unknown user (helper-33).
+# The key file gone while serving: the log names the file, not an unknown user.
 mv "$T/srv/keys.psk" "$T/srv/keys.away"
 if nbdinfo --size "$good" >/dev/null 2>&1; then fail "served with the key file gone"; fi
 wait_until 5 grep -q "TLS: reading the PSK file $T/srv/keys.psk: No such file or directory" "$DG_LOG" ||

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # SIGTERM while a TLS client has a request in flight: the server finishes it and the client
 # gets its reply, as a plain client does (tls-rules checks the close_notify of an idle
-# client). The drain's shutdown(SHUT_RD) used to reach GnuTLS as an end of stream without close_notify, which it takes for a
-# truncation attack: the session was invalidated, the reply and the close_notify were never
-# sent, though the write itself landed (helper-54). Both engines (TLS connections use
-# threads either way); the backing holds each WRITE 3 s, past the 1 s shutdown grace.
+# client). The drain's shutdown(SHUT_RD) must not reach GnuTLS as an end of stream without
+# close_notify, which it would take for a truncation attack (the session invalidated, the
+# reply and the close_notify never sent, though the write landed). Both engines (TLS
+# connections use threads either way); the backing holds each WRITE 3 s, past the 1 s
+# shutdown grace.
 . "$SRCDIR/tests/lib.sh"
 export PYTHONDONTWRITEBYTECODE=1
 export DISKGATE_TEST_FAULTS=$T/ctl

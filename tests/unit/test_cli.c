@@ -46,7 +46,7 @@ static void test_short_option_is_unknown_whatever_the_argument(void **state)
 }
 
 /* A byte above 0x7f ("-\xc3", the first byte of "-é") reaches optopt as a negative char:
- * it used to skip the short-option case and name the argument before it. */
+ * it still takes the short-option case and names itself, not the argument before it. */
 static void test_short_option_above_0x7f(void **state)
 {
   (void)state;

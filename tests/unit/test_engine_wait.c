@@ -1,7 +1,7 @@
 /* Unit tests of engine_wait_begin/end (src/io/engine_threads.c): a worker that waits for a
- * request queued behind it gets a replacement, so the queued request runs. With one worker
- * and no replacement, request A (waiting for B) held the only worker and B never ran: the
- * server-wide hang a tester found (four connections, overlapping unaligned writes). */
+ * request queued behind it gets a replacement, so the queued request runs: with one worker
+ * and no replacement, request A (waiting for B) would hold the only worker and B never run,
+ * hanging the whole server (four connections, overlapping unaligned writes). */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>

@@ -195,8 +195,8 @@ static void test_parked_writes_granted_in_arrival_order(void **state)
 /* A write that overlaps only a parked write of another connection waits for it, not only
  * for writes at the backing: connection 1's write is stalled, connection 2's overlapping
  * write is parked behind it (and connection 2 dropped), connection 3's newer write over
- * connection 2's range must land after it. It used to start at once, be acknowledged, and
- * then be overwritten by the stale write when the stall ended (helper-51). */
+ * connection 2's range must land after it, never be acknowledged first and then be
+ * overwritten by the stale write when the stall ends. */
 static void test_write_behind_a_parked_write_waits_for_it(void **state)
 {
   struct fence f;
@@ -271,8 +271,8 @@ static bool blocking_write_started_within(struct blocking_write *w, int ms)
 
 /* Blocked writes (fence_begin) keep their arrival order too. Both wait for a stalled write;
  * the second also overlaps the first. When the stall ends, the first goes and the second
- * still waits for it: the two used to race on the broadcast, and the older (a dead
- * connection's) could land last. A third that overlaps only the first waits as well. */
+ * still waits for it: they never race on the broadcast, so the older (a dead connection's)
+ * cannot land last. A third that overlaps only the first waits as well. */
 static void test_blocked_writes_keep_arrival_order(void **state)
 {
   struct fence f;

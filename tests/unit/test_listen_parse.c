@@ -166,8 +166,8 @@ static void test_port_sign_space_and_wrap_einval(void **state)
   check_ok("1.2.3.4:080", "1.2.3.4", 80);
 }
 
-/* A bare number is a port given without its host (qemu-nbd's -p habit); it used to be
- * taken as an IPv4 address in inet_aton's one-number form (10809 = 0.0.42.57). Names and
+/* A bare number is a port given without its host (qemu-nbd's -p habit), never an IPv4
+ * address in inet_aton's one-number form (10809 = 0.0.42.57). Names and
  * dotted addresses that start with digits still parse. */
 static void test_bare_number_einval(void **state)
 {

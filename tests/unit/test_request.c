@@ -504,8 +504,8 @@ static void test_rule17_read_only_write_trim_write_zeroes_eperm(void **state)
   assert_int_equal(validate(NBD_CMD_WRITE, 0, EXPORT_SIZE, 512, &ro), NBD_EPERM);
   assert_int_equal(validate(NBD_CMD_WRITE_ZEROES, 0, EXPORT_SIZE, 512, &ro), NBD_EPERM);
   assert_int_equal(validate(NBD_CMD_WRITE, 0, 0, 0, &ro), NBD_EPERM);
-  /* ... and over flags a read-only export does not advertise (FUA, FAST_ZERO: EINVAL
-   * before; a tester, 2026-12-01), and over the alignment check. */
+  /* ... and over flags a read-only export does not advertise (FUA, FAST_ZERO), and over the
+   * alignment check. */
   assert_int_equal(validate(NBD_CMD_WRITE, NBD_CMD_FLAG_FUA, 0, 512, &ro_bare), NBD_EPERM);
   assert_int_equal(validate(NBD_CMD_WRITE_ZEROES, NBD_CMD_FLAG_FAST_ZERO, 0, 512, &ro_bare),
                    NBD_EPERM);

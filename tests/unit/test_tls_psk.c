@@ -126,7 +126,7 @@ static void test_lookup_skips_malformed_lines_and_reads_the_file_again(void **st
 }
 
 /* A file that cannot be read is its errno, never "no such user" (-ESRCH): the server then
- * logs the file, not an unknown user (helper-33). */
+ * logs the file, not an unknown user. */
 static void test_lookup_of_an_unreadable_file_is_its_errno(void **state)
 {
   gnutls_datum_t key;
