@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stall_budget.h: how long event loops may be blocked by the page-cache writes they do
  * themselves (file_io.c, write_inline) before those writes go back to io_uring's workers.
  *
@@ -16,7 +17,7 @@
  * shorter than STALL_COUNT_NS is not caught.
  *
  * Before, one write slower than 2 ms turned them off for 5 s. Under 4 connections of 4K
- * random writes with an fsync after each (bench/compare T4) such a write came every few
+ * random writes with an fsync after each (the peers profile's T4) such a write came every few
  * seconds (one took 4.1 ms), so most of the run paid two context switches per write on
  * io-wq (docs/performance.md, "What each change bought").
  *

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Request buffers registered with the event loops' rings (src/server/loop_bufs.c): while a
+# SPDX-License-Identifier: MIT
+# Request buffers registered with the event loops' rings (src/io/loop_bufs.c): while a
 # client reads, the server holds pinned pages (VmPin in /proc/PID/status: io_uring counts
 # registered buffers there); when the client leaves, every buffer is unregistered (VmPin
 # back to 0, no slot leaked); and data stays right while buffers are replaced, freed and

@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: MIT
 """dgdur.py: helpers of the tests/durability scripts (run with /usr/bin/python3).
 
-  Faults       the control socket of the fault-injecting backing (src/backing/faulty.h)
+  Faults       the control socket of the fault-injecting backing (src/backing/faulty/faulty.h)
   block()      self-describing 4 KiB blocks: (slot, version, writer) in every 512-byte sector
   decode()     the inverse, per sector
   now()        CLOCK_MONOTONIC in ns, the clock of the faulty backing's event log

@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /* dur_harness.h: the harness of the durability unit tests (test_durability.c,
  * test_crash_points.c). It drives server/durability.c through the fault-injecting backing
- * (backing/faulty.h), whose event log records the order of write completions and syncs as
+ * (backing/faulty/faulty.h), whose event log records the order of write completions and syncs as
  * the file backing saw them; requests add marks to the same log when they are submitted
  * and when they are acknowledged, so that one total order holds both. A test owns one
  * struct ctx (cmocka's state): a 4 MiB image of 1024 slots of BLOCK bytes in a fresh

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Simulated power loss through the fault-injecting backing (src/backing/faulty.h), over NBD:
+# SPDX-License-Identifier: MIT
+# Simulated power loss through the fault-injecting backing (src/backing/faulty/faulty.h), over NBD:
 # 4 connections x 2 threads of WRITEs (a quarter with FUA) and FLUSHes, with the backing's
 # writes and syncs delayed at random (so completions and syncs interleave), under --sync full
 # and fsync.

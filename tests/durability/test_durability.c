@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 /* test_durability.c: server/durability.c (group commit, FUA, sticky sync errors) driven
- * through the fault-injecting backing (backing/faulty.c), whose event log records the order
+ * through the fault-injecting backing (backing/faulty/faulty.c), whose event log records the order
  * of write completions and syncs as the file backing saw them. The tests add marks to the
  * same log when a request is submitted and when it is acknowledged, so one total order holds
  * both, and check:

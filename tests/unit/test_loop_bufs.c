@@ -1,4 +1,5 @@
-/* Unit tests of a loop's registered-buffer table (src/server/loop_bufs.c) on a real ring:
+/* SPDX-License-Identifier: MIT */
+/* Unit tests of a loop's registered-buffer table (src/io/loop_bufs.c) on a real ring:
  * a registered buffer serves READ_FIXED with the file's bytes, an emptied slot no longer
  * does (the kernel answers -EFAULT), emptied slots are handed out again, and a full table
  * answers 0 (the caller then uses its buffer unregistered). */

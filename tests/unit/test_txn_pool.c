@@ -1,9 +1,10 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of the per-connection request pool (src/server/txn_pool.c): reuse keeps the
  * buffer and zeroes the rest, buffers grow to what a request needs (4096-aligned), and the
  * idle pool stays within TXN_POOL_MAX requests, TXN_POOL_BYTES_MAX bytes and
  * TXN_POOL_BUF_MAX per buffer; a buffer registered with a loop's ring (buf_fixed) is
  * unregistered before it is freed or replaced, and txn_pool_unregister_all empties the
- * idle ones (server/loop_bufs.h). */
+ * idle ones (io/loop_bufs.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
