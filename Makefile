@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Thin wrapper over Meson for the README's commands. Each target first installs the Debian
 # packages it needs (scripts/deps.sh, idempotent):
 #   make        build diskgate and its man pages (deps.sh build)

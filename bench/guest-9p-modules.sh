@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench/guest-9p-modules.sh: the kernel modules a test guest needs to mount a virtio-9p share
 # (netfs, fscache, 9pnet, 9pnet_virtio, 9p), taken from the same Debian kernel package as the
 # guest image, for `diskgate bench`'s guest-9p row.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A throw-away single-node Ceph cluster (one mon, one OSD, no mgr) for tests and benchmarks.
 # Everything lives inside DIR: config, keyrings, mon and OSD data, logs, sockets, PIDs.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds diskgate twice (plain, and ASan+UBSan) and runs the whole suite on both.
 # Ends with one line "N passed, N failed" (every test of both builds). Exit 0 iff all pass.
 # Usage: scripts/check.sh [BUILD_DIR] [ASAN_BUILD_DIR]   (SUITE_BUILDS="plain" to skip ASan)

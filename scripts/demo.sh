@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The README's demo: make a small ext4 disk image with a few files, serve it with diskgate,
 # and let real clients use it: nbdinfo, qemu-img compare against the file, a file read out of
 # the file system through the export, and a QEMU virtual machine that boots with the export

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs the Debian 12 packages diskgate needs to build, demo, test and benchmark.
 # Idempotent: installs only what is missing; safe to run many times.
 # Usage: scripts/deps.sh [--list] [build|demo|test|bench|ceph|all]   (default: test)

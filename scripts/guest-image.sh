@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # scripts/guest-image.sh: builds (once, cached) the kernel + base initramfs of the test guest.
 #
 # Usage: scripts/guest-image.sh [--with fio] [--with e2fsprogs]

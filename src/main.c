@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* main.c: `diskgate SUBCOMMAND ...`: serve (the NBD server) or bench (the lab). */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/lib.sh: shared helpers for the shell-driven tests. Source it; it sets `set -euo pipefail`.
 # Environment (set by meson): DISKGATE = path of the diskgate binary, SRCDIR = source root;
 # DG_ENGINE = uring|threads, the engine every server in the suite uses (scripts/check.sh runs

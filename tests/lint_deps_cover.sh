@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Every command a test checks for with `command -v NAME` must come from a Debian package
 # that scripts/deps.sh installs: otherwise the suite passes on a machine that happens to
 # have the package and fails on a fresh one (server-fast-zero-blockdev needs sfdisk, from

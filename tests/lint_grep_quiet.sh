@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Under `set -o pipefail` (tests/lib.sh and the scripts set it), `CMD | grep -q PATTERN`
 # fails at random: grep exits at its first match, CMD dies of SIGPIPE if it is still
 # writing, and the pipeline's status is then 141, not 0 (so a check that must be skipped in

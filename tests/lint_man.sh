@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The reference a user reads stays whole and true to the program:
 # - each man page the build made renders with `man -l` at 80 columns, with no groff or tbl
 #   warning and a NAME, SYNOPSIS and SEE ALSO section;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Every spec rule and field case that src/ and tests/ cite has its row in docs/: "rule N",
 # "rules N-M", "rules N, M and K", "rule N/M" and @rule(N, ...) need a row N in
 # docs/spec-rules.md; a case id CNN needs a row CNN in docs/cases.md. Fails naming each

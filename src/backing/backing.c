@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backing.c: opens a backing by spec, and the parsers shared by all backings. */
 #include "backing/backing.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backing.h: where an export's bytes live. One vtable, one file per kind
  * (file.c: regular files, block and character devices; rbd.c: Ceph RBD images).
  * In the spirit of SQLite's VFS: a backing declares what it can do in its geometry and

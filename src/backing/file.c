@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* file.c: opening a file backing: kind, size and sector geometry, the one-server lock.
  * The data path is in file_io.c. */
 #include "backing/file.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* file.h: the file backing: regular files (sparse-aware), block devices (sector geometry
  * from BLKSSZGET/BLKPBSZGET, BLKDISCARD, BLKZEROOUT) and character devices.
  * Main thread only. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* file_impl.h: the file backing's state, shared by file.c (open, geometry, lock) and
  * file_io.c (the data path). Internal to src/backing. */
 #ifndef DISKGATE_BACKING_FILE_IMPL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* file_io.c: the file backing's data path. Aligned READ/WRITE/FLUSH go to the engine as
  * they are; what O_DIRECT cannot take (unaligned requests, a file's unaligned tail) runs
  * as a read-modify-write through aligned bounce buffers on an engine worker, under the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rbd.c: the Ceph RBD backing, on librbd's asynchronous API.
  *
  * One rados cluster handle, one ioctx and one image handle per backing, shared by every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rbd.h: the Ceph RBD backing (librbd), built when librbd is present (DISKGATE_HAVE_RBD).
  * Any thread; the server opens an image once (lazily: server/export.h, export_attach). */
 #ifndef DISKGATE_BACKING_RBD_H

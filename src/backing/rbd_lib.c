@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rbd_lib.c: loads librados and librbd with dlopen and fills struct rbd_lib (rbd_lib.h). */
 #include "backing/rbd_lib.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rbd_lib.h: librados and librbd, loaded at run time (dlopen) by the first RBD export.
  *
  * diskgate is built against Ceph's headers but not linked with its libraries, so a

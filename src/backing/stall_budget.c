@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stall_budget.c: see stall_budget.h. */
 #include "backing/stall_budget.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench.h: `diskgate bench`, the lab (see docs/lab.md).
  * Main thread only. */
 #ifndef DISKGATE_BENCH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_blockdev.c: loop devices, nbdfuse, mkfs.ext4, mount. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_blockdev.h: block devices and file systems for the lab: loop devices over the test
  * file, nbdfuse (the host kernel has no NBD client, so an export becomes a file through FUSE
  * and then a loop device), mkfs and mount. All need root. Main thread only. */

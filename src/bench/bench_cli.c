@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_cli.c: option parsing with getopt_long. */
 #include <errno.h>
 #include <getopt.h>

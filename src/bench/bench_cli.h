@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_cli.h: the command line of `diskgate bench` (getopt_long). Main thread only (getopt
  * keeps global state). */
 #ifndef DISKGATE_BENCH_CLI_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_configs.c: every configuration the lab knows, and which workloads apply to which. */
 #include <string.h>
 

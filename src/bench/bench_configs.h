@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_configs.h: the configuration table (the table's rows). Static data, any thread. */
 #ifndef DISKGATE_BENCH_CONFIGS_H
 #define DISKGATE_BENCH_CONFIGS_H

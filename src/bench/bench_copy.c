@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_copy.c: the copy test's tree and runs. */
 #include <dirent.h>
 #include <errno.h>

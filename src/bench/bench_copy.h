@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_copy.h: the copy test: a generated tree of a few thousand files of mixed sizes,
  * copied with `cp -a` onto a fresh ext4 file system on the disk under test, then synced.
  * Main thread only. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_env.c: directories, the test file, the binary and the source tree. */
 #include <assert.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_env.h: the lab's working environment: a private temporary directory (sockets, job
  * files), the output directory, the test file, and where the diskgate binary and the source
  * tree are. Main thread only. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_fio.c: fio job generation and fio runs. */
 #include <errno.h>
 #include <signal.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_fio.h: fio job files and fio runs with their CPU accounting. Main thread only. */
 #ifndef DISKGATE_BENCH_FIO_H
 #define DISKGATE_BENCH_FIO_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_guest.c: guest rows through tests/guest/run-guest.sh. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_guest.h: the guest rows: fio inside a QEMU guest booted by tests/guest/run-guest.sh,
  * against a virtio-blk or NVMe disk backed by the test file, a loop device or an NBD export.
  * Main thread only. */

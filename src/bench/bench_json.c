@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_json.c: fio's JSON output, parsed with cJSON. */
 #include <cjson/cJSON.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_json.h: reading fio's --output-format=json with cJSON. Pure functions; any thread. */
 #ifndef DISKGATE_BENCH_JSON_H
 #define DISKGATE_BENCH_JSON_H

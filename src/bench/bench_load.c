@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_load.c: bench.json back into a bench_results. */
 #include <cjson/cJSON.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_load.h: reading a bench.json back, to render its reports again (`--render`).
  * Main thread only: the loaded strings live in this module's static storage until the next
  * load. */

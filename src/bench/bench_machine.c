@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_machine.c: CPU, kernel, file system and tool versions. */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_machine.h: the description of the machine a run was made on. Main thread only (it
  * runs the tools to ask their versions). */
 #ifndef DISKGATE_BENCH_MACHINE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_main.c: `diskgate bench`: command line, tool checks, the run, the three reports. */
 #include <errno.h>
 #include <stdio.h>

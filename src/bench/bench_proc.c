@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_proc.c: child processes, /proc CPU accounting, signals. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_proc.h: child processes for the lab (fio, servers, losetup, mount...), their CPU time
  * read from /proc, and the interrupt flag. Main thread only: the functions wait for children
  * with waitpid/waitid and must not race another thread doing so. */

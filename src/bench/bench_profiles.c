@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_profiles.c: profiles and row/column selection. */
 #include <errno.h>
 #include <fnmatch.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_profiles.h: the profiles (quick, seeds, sync, rbd, peers, scaling,
  * all) and the selection of rows and
  * columns from --configs / --workloads. Main thread only. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_rbd.c: the cluster and the image behind the RBD rows. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_rbd.h: the Ceph side of the RBD rows (diskgate-rbd, qemu-nbd-rbd): a throw-away
  * single-node cluster started with scripts/ceph-cluster.sh, or an existing one (--ceph-conf);
  * the image (--rbd-image, --size bytes) created, filled and removed; the servers' image

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_report.h: the three outputs of a lab run (Markdown table, JSON with every run, SVG
  * bar chart) and the number formats they share. Pure functions of a bench_results; any
  * thread, as long as the results are not being changed. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_report_json.c: the JSON report, built with cJSON. */
 #include <cjson/cJSON.h>
 #include <errno.h>

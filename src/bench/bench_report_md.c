@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_report_md.c: the Markdown report, and the number formats every report shares. */
 #include <errno.h>
 #include <math.h>

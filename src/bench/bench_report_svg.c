@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_report_svg.c: a grouped bar chart (one group per workload, % of the baseline row). */
 #include <errno.h>
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_report_targets.c: the targets table in the Markdown and JSON reports. */
 #include <cjson/cJSON.h>
 #include <errno.h>

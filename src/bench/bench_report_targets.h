@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_report_targets.h: the targets table (bench_targets.h) in bench.md and bench.json.
  * Pure functions of a bench_results; any thread, as long as the results are not being
  * changed. */

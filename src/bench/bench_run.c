@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_run.c: rounds over configurations and workloads, targets set up and torn down. */
 #include <errno.h>
 #include <stdio.h>

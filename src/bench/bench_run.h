@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_run.h: the lab's main loop: every configuration, workload and run, with progress on
  * stderr. Main thread only. */
 #ifndef DISKGATE_BENCH_RUN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_server.c: start, readiness and stop of diskgate, qemu-nbd and nbdkit. */
 #include <arpa/inet.h>
 #include <errno.h>

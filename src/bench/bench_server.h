@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_server.h: starting and stopping the NBD servers under test (diskgate serve, qemu-nbd,
  * nbdkit), listening on a Unix socket in the private directory or on 127.0.0.1 only.
  * Main thread only. */

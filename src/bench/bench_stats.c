@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_stats.c: medians, percentiles, percentages. */
 #include <math.h>
 #include <stdlib.h>

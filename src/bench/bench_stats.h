@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_stats.h: medians, percentiles and percentages of the lab's figures. Pure functions;
  * any thread. */
 #ifndef DISKGATE_BENCH_STATS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_targets.c: the targets T1-T6 judged on a peers run's cells (see bench_targets.h). */
 #include <assert.h>
 #include <string.h>

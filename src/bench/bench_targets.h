@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_targets.h: the performance targets T1-T6 of docs/performance.md, judged on the cells
  * of a `diskgate bench --profile peers` run. Each target compares medians of cells measured
  * in the same interleaved rounds (diskgate against qemu-nbd, nbdkit or the host path) and

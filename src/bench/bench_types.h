@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_types.h: the lab's data model, shared by every src/bench/ file.
  *
  * A "cell" is one (configuration, workload) pair of the final table; a "sample" is one run of a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_util.h: small helpers shared by src/bench/ files. Any thread. */
 #ifndef DISKGATE_BENCH_UTIL_H
 #define DISKGATE_BENCH_UTIL_H

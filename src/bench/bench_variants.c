@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_variants.c: --diskgate PATH[:ARGS] rows (see bench_variants.h). */
 #include <errno.h>
 #include <limits.h>

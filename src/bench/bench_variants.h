@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_variants.h: the diskgate binaries a run measures (`--diskgate PATH[:ARGS]`, given
  * once to measure another build, more than once for an A/B). Given once, every diskgate row
  * runs that binary with ARGS added to its `serve` options. Given N > 1 times, every selected

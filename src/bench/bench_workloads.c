@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_workloads.c: the workloads of the `seeds`, `sync`, `peers` and `scaling` suites. */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_workloads.h: the workload table (the table's columns). Static data, any thread. */
 #ifndef DISKGATE_BENCH_WORKLOADS_H
 #define DISKGATE_BENCH_WORKLOADS_H

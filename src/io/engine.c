@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* engine.c: chooses an engine implementation (engine_uring.c, engine_threads.c). */
 #include "io/engine.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* engine.h: the disk I/O engine that the file backing submits to.
  *
  * Two engines, chosen at start-up (`--engine uring|threads`):

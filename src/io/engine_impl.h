@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* engine_impl.h: what each engine implementation provides to engine.c. Internal to src/io. */
 #ifndef DISKGATE_IO_ENGINE_IMPL_H
 #define DISKGATE_IO_ENGINE_IMPL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* engine_ring.c: see engine_ring.h. */
 #include "io/engine_ring.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* engine_ring.h: an engine bound to a ring that its owner thread runs (io/loop.c).
  *
  * On the owner thread, engine_submit only fills an SQE (user data: the request pointer with

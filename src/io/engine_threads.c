@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* engine_threads.c: the portable engine. Worker threads take requests from one FIFO and
  * run them with pread/pwritev2/fdatasync/fsync; completions run on the worker.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* engine_uring.c: the io_uring engine (liburing). One ring per thread; submitters take the
  * ring's mutex to fill an SQE and submit; one reaper thread per ring waits for CQEs and runs
  * the completions. ENGINE_CALL requests (ioctls, fallocate with fallbacks, read-modify-write)

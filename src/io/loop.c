@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loop.c: see loop.h. */
 #include "io/loop.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loop.h: event loops. One thread per loop runs one io_uring for everything its clients do:
  * the socket operations they post on the ring (loop_ring) and the ring engine's reads,
  * writes and syncs (io/engine_ring.h), with one io_uring_enter per iteration for the whole

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loop_bufs.c: see loop_bufs.h. */
 #include "io/loop_bufs.h"
 

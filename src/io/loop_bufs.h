@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loop_bufs.h: the table of registered buffers of one event loop's ring.
  *
  * An O_DIRECT read or write through io_uring pins its user pages for every request

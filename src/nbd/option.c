@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* option.c: encoders and decoders of the handshake (doc/proto.md, "Newstyle negotiation").
  * Pure functions: see option.h for contracts. */
 #include "nbd/option.h"

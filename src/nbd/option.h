@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* option.h: the handshake's wire format, as pure functions over byte buffers (no sockets).
  *
  * Source: doc/proto.md, "Newstyle negotiation" and "Option types". Every function here may

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* proto.h: the NBD protocol's constants, with the names doc/proto.md gives them.
  *
  * Source: doc/proto.md of the NBD project ("Protocol phases", "Option types",

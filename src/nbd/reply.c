@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* reply.c: reply encoding (doc/proto.md, "Transmission phase"). Pure functions: see
  * reply.h for contracts. */
 #include "nbd/reply.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* reply.h: the transmission phase's replies: simple replies, structured and extended chunk
  * headers, error chunks, block status chunks, and the mapping of errno values to NBD
  * errors, as pure functions over byte buffers (no sockets, no files). Requests are decoded

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* request.c: request decoding and validation (doc/proto.md, "Transmission phase"). Pure
  * functions: see request.h for contracts. */
 #include "nbd/request.h"

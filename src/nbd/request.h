@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* request.h: the transmission phase's requests: header decoding and encoding, payload
  * length and validation against the export, as pure functions over byte buffers (no
  * sockets, no files). Replies are encoded by reply.h. Any thread; nothing allocates.

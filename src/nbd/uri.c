@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* uri.c: NBD URI formatting with RFC 3986 percent-encoding (doc/uri.md). */
 #include "nbd/uri.h"
 

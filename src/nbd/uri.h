@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* uri.h: NBD URIs for the export a listener serves (doc/uri.md of the NBD project):
  *   nbd://HOST[:PORT]/EXPORT            (IPv6 hosts in brackets)
  *   nbd+unix:///EXPORT?socket=PATH

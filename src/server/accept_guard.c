@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* accept_guard.c: see accept_guard.h. */
 #include "server/accept_guard.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* accept_guard.h: what the accepting thread does when it cannot take connections: out of
  * file descriptors (accept(2) fails with EMFILE or ENFILE), or out of threads or memory for
  * a new connection (server_conn_start fails with -EAGAIN or -ENOMEM), or at the operator's

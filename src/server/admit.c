@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* admit.c: see admit.h. */
 #include "server/admit.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* admit.h: admission of new connections under the server-wide limits, --max-handshakes
  * (connections still negotiating) and --max-connections (open connections), and the end
  * of negotiation, after which a connection is no longer closed to make room.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conn.c: the transmission phase of one connection on threads (doc/proto.md "Transmission
  * phase"): the path for TLS connections and for `--engine threads`; plain connections with
  * the io_uring engine run on event loops instead (conn_loop.c). The request itself

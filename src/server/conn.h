@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conn.h: one client connection: handshake (handshake.c), then transmission (conn.c).
  * A connection's reader thread owns its transport's receive side; completions of its
  * requests run on engine/backing threads and queue their replies; the connection's writer

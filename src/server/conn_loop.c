@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conn_loop.c: see conn_loop.h. A connection on a loop is a small state machine:
  *
  *   receive buffer --parse--> requests --submit--> backing --complete--> reply queue

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conn_loop.h: a connection's transmission phase on an event loop (io/loop.h): the receive
  * buffer and request parsing, submission, the reply queue and batched sends, driven by
  * the loop's completions through conn_loop_ops. */

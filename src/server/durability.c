@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* durability.c: see durability.h.
  *
  * Group commit, per export (struct group_commit):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* durability.h: the export's durability policy for writes, FUA and FLUSH, with group commit.
  *
  * Rules (doc/proto.md "Ordering of messages and writes"; spec rules 26-27):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* export.h: an export, what a client reaches by name: a backing plus its policy (read-only,
  * sync mode) and what the server advertises for it (transmission flags, block sizes).
  * Source: doc/proto.md, "Transmission flags" and "Block size constraints".

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fence.c: see fence.h. A list under one mutex: entries are few (in-flight writes), and the
  * common case, one connection, never waits. */
 #include "server/fence.h"

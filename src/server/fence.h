@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fence.h: ordering of overlapping writes across connections of one export (case C12).
  *
  * Every WRITE, TRIM and WRITE_ZEROES in flight on an export is registered here with its byte

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* handshake.c: option haggling over a socket (doc/proto.md "Newstyle negotiation",
  * "Option types", "TLS support"; spec rules 1-15). The wire format is in nbd/option.c; this
  * file makes the decisions. Runs on the connection's thread with SO_RCVTIMEO as the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* listen.c: see listen.h. */
 #include "server/listen.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* listen.h: the listening sockets (TCP on a host:port, or a Unix socket path) and the
  * accept loop. Main thread only. */
 #ifndef DISKGATE_SERVER_LISTEN_H

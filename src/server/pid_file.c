@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pid_file.c: see pid_file.h. */
 #include "server/pid_file.h"
 

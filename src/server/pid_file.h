@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pid_file.h: serve's --pid-file. The file is checked before anything is served, written
  * once the listeners are ready and removed at exit only if it is still the file this process
  * wrote. The server keeps an OFD write lock on it while it runs, as qemu-nbd keeps a lock on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* serve.c: `diskgate serve [OPTIONS] PATH`: reads the command line (serve_args.h), opens the
  * backing and the export, binds the listeners, prints one URI per listener (doc/uri.md),
  * then accepts until SIGINT/SIGTERM/SIGHUP, drains the connections and exits 0. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* serve.h: `diskgate serve`, the NBD server's command line and life cycle. Main thread. */
 #ifndef DISKGATE_SERVER_SERVE_H
 #define DISKGATE_SERVER_SERVE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* serve_args.c: `diskgate serve`'s command line (getopt_long): see serve_args.h. */
 #include "server/serve_args.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* serve_args.h: `diskgate serve`'s command line: its options, their defaults and checks.
  * Main thread. */
 #ifndef DISKGATE_SERVER_SERVE_ARGS_H

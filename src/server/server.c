@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* server.c: the connection list, one thread per connection, and draining on shutdown. */
 #include "server/server.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* server.h: the server's shared state: exports, live connections, shutdown.
  * Created by serve.c on the main thread; connection threads read the exports and add and
  * remove themselves from the connection list under `lock`. */

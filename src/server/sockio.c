@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sockio.c: see sockio.h. */
 #include "server/sockio.h"
 

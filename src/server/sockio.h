@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sockio.h: whole-buffer socket reads and writes with EINTR handled.
  * Any thread; a socket must not be read by two threads at once (nor written, unless the
  * caller serialises: server/conn.c holds its send lock). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tls.c: see tls.h. GnuTLS does all the cryptography; this file loads credentials, runs
  * the server handshake and moves application data.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tls.h: the server's TLS configuration (doc/proto.md "TLS support") and GnuTLS sessions.
  *
  * Modes, as the spec names them:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tls_psk.c: see tls_psk.h. */
 #include "server/tls_psk.h"
 

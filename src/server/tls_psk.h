@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tls_psk.h: the pre-shared key file of --tls-psk: `username:hexkey` lines, blank lines
  * allowed; a username written as `#HEX` is those bytes (the format of GnuTLS's psktool and
  * gnutls_psk_set_server_credentials_file, which nbdkit's and qemu's keys.psk follow). The

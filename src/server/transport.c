@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* transport.c: see transport.h. Plain sockets go through sockio.c, TLS through tls.c. */
 #include "server/transport.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* transport.h: a connection's byte stream, plain TCP/Unix or TLS (GnuTLS) after
  * NBD_OPT_STARTTLS (doc/proto.md "TLS support"). handshake.c and conn.c read and write
  * only through it; the TLS server configuration (mode, credentials) is in server/tls.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txn.c: see txn.h. */
 #include "server/txn.h"
 

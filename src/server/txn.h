@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txn.h: one request's life, shared by both transmission paths (the reader/writer threads
  * of conn.c and the io_uring event loops of conn_loop.c): check a decoded request against
  * the export, allocate it with its buffer, submit it through the fence and the durability

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txn_pool.c: see txn_pool.h. */
 #include "server/txn_pool.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txn_pool.h: a connection's free list of requests (struct conn_req) with their buffers,
  * so the steady state of a connection allocates nothing per request: a malloc and free
  * per request would cost about two thirds of the user-space instructions of a 4K read

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txn_split.c: see txn_split.h. */
 #include "server/txn_split.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* txn_split.h: a large READ answered in parts. The request's buffer is read as several
  * backing READs of TXN_SPLIT_PART bytes, each answered by its own structured-reply chunk
  * (NBD_REPLY_TYPE_OFFSET_DATA, or OFFSET_HOLE when it read as zeroes; a part that fails

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bytes.h: big-endian loads and stores for the NBD wire format (all fields are network
  * byte order), and overflow-checked offset arithmetic. Header-only, any thread.
  * Tested by tests/unit/test_bytes.c. */

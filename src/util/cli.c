@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli.c: see cli.h. */
 #include "util/cli.h"
 

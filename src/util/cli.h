@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli.h: for the subcommands' option parsers (serve.c, bench_cli.c): one line that names
  * what is wrong with a command line getopt_long parsed (an option it refused, a value that
  * is another option: a forgotten value), the checks of values shared by both (numbers,

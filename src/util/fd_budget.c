@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fd_budget.c: see fd_budget.h. */
 #include "util/fd_budget.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fd_budget.h: how many more file descriptors this process may open, so that start-up takes
  * the optional extras (concurrent sync channels, io_uring event loops) only from what the
  * listeners and the first connections do not need. Without it, a small open-files limit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fdio.c: see fdio.h. */
 #include "util/fdio.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fdio.h: whole-buffer positioned reads and writes on a file descriptor, retrying short
  * transfers and EINTR. Blocking: for worker threads and tools, never an event loop.
  * Units: bytes. Threads: any (pread/pwrite do not move the file offset). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* file_ident.c: see file_ident.h. */
 #include "util/file_ident.h"
 

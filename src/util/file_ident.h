@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* file_ident.h: which file a path names, kept to recognise it later. A server removes the
  * files it made (its pid file, its Unix socket) at exit only if their paths still name
  * them: another process may have replaced them since. Source:

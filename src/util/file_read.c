@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* file_read.c: see file_read.h. */
 #include "util/file_read.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* file_read.h: a whole small file read into memory, for credentials (the --tls-psk file,
  * X.509 certificates and keys) that must be read with their errno kept: GnuTLS's own file
  * loaders report any failure to read as GNUTLS_E_FILE_ERROR, so "Too many open files" read

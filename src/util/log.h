@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* log.h: one-line log messages on stderr, prefixed "diskgate: ".
  * Thread-safe (one fprintf per line). Levels below the configured one are dropped. */
 #ifndef DISKGATE_UTIL_LOG_H

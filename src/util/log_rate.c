@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* log_rate.c: see log_rate.h. */
 #include "util/log_rate.h"
 

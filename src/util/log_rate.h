@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* log_rate.h: thins out the log lines of an event a peer can repeat at will (a refused
  * request or option, a failed write on a full disk): the first LOG_RATE_FIRST of a kind on a
  * connection are logged, then one in LOG_RATE_EVERY, each later line saying how many it

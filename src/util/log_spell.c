@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* log_spell.c: see log_spell.h. */
 #include "util/log_spell.h"
 

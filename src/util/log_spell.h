@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* log_spell.h: a spell of repeated events (connections refused, closed to make room) logged
  * as two lines instead of one per event: the caller logs the event that starts a spell,
  * and, once none has come for a quiet period (or when it stops), the count.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mono_cond.c: see mono_cond.h. */
 #include "util/mono_cond.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mono_cond.h: condition variables whose timed waits run on CLOCK_MONOTONIC, and deadlines
  * on that clock, so that a step of the wall clock (NTP, `date -s`) neither stretches nor
  * cuts a wait (pthread_cond_timedwait takes an absolute time on the variable's clock).

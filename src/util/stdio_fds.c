@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stdio_fds.c: see stdio_fds.h. */
 #include "util/stdio_fds.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stdio_fds.h: descriptors 0, 1 and 2 made valid before anything else is opened. A process
  * started with one of them closed (`diskgate serve ... 2>&-`, a careless service manager)
  * would otherwise get the image, a socket or the pid file at that number, and the next log

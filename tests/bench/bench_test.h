@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/bench/bench_test.h: helpers for the lab's cmocka tests (include after cmocka.h). */
 #ifndef DISKGATE_BENCH_TEST_H
 #define DISKGATE_BENCH_TEST_H

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/bench/e2e-cases.sh: the lab's defects a tester found (2026-11-30), each run for real
 # with 1-second jobs on a 16-32 MiB file:
 #  - a second copy run in the same --dir found the first run's manifest without its tree and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/bench/e2e-peers.sh: the peers profile's targets table and an A/B, end to end on a small
 # file with 1-second runs. The peers run, of a copy of the binary (--diskgate once), is cut to
 # T1's Unix read cells and one cell no target reads: the legend names the copy, that cell is

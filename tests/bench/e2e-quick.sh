@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/bench/e2e-quick.sh: `diskgate bench --profile quick` end to end, with 2-second runs on a
 # small file: the three outputs exist, the Markdown table has one row per configuration and one
 # column per workload, every number in it and in the JSON is positive, and --render gives the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/bench/e2e-rbd.sh: `diskgate bench --profile rbd` end to end on a 32 MiB image with
 # 1-second runs: the bench starts its own Ceph cluster (scripts/ceph-cluster.sh), creates and
 # fills the image, measures diskgate-rbd and qemu-nbd-rbd on it in the same run, and stops the

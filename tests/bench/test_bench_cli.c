@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/bench/test_bench_cli.c: `diskgate bench` options, profiles and row selection. */
 #include <errno.h>
 #include <setjmp.h>

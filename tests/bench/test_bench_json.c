@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/bench/test_bench_json.c: parsing fio's JSON output (recorded fixtures). */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/bench/test_bench_report.c: the Markdown report against tests/bench/expected/report.md,
  * and the shape of the JSON and SVG reports, on a fixed set of results. */
 #include <cjson/cJSON.h>

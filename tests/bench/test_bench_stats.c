@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/bench/test_bench_stats.c: medians, percentiles and percentages of the lab. */
 #include <math.h>
 #include <setjmp.h>

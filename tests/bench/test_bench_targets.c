@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tests/bench/test_bench_targets.c: the performance targets' verdicts on fixed figures, the
  * cells the peers profile runs, the targets table of a peers report, fio's job for the
  * targets' cells (sync call, page cache, batches, jobs) and the --diskgate rows of an A/B. */

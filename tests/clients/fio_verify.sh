@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # fio's nbd engine writes with verify=crc32c at iodepth 32, over TCP and a Unix socket,
 # with both cache modes; fio fails the run on any mismatch.
 . "$SRCDIR/tests/lib.sh"

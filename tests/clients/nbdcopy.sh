@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # nbdcopy a random image into diskgate and back out, over TCP and a Unix socket, comparing
 # checksums; both cache modes.
 . "$SRCDIR/tests/lib.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # nbdinfo against diskgate over TCP and a Unix socket: exact size, every --can flag the
 # server advertises, and --is read-only for a read-only export.
 . "$SRCDIR/tests/lib.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # qemu-img convert into nbd:// and nbd+unix:// URIs, then qemu-img compare against the file.
 . "$SRCDIR/tests/lib.sh"
 

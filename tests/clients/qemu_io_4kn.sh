@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # qemu-io write/read patterns, including 512-byte I/O at odd offsets, against a 4Kn loop
 # device (losetup --sector-size 4096) served with and without --cache direct.
 . "$SRCDIR/tests/lib.sh"

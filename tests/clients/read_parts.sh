@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Large READs answered in parts (src/server/txn_split.c): with structured replies, a READ of
 # 512 KiB or more, aligned to 4096, comes back as one content chunk per 256 KiB (OFFSET_DATA,
 # or OFFSET_HOLE where the part read as zeroes), DONE on the last chunk only, the extended

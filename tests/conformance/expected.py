@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """expected.py: THE list of conformance tests expected to fail today -- the only one.
 
 A test listed here may fail without failing the suite (it prints XFAIL with the reason);

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """framework.py: servers, the test registry and helpers of the conformance suite.
 
 A test is a function registered with @rule(N, ...) (a rule of docs/spec-rules.md;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """nbdwire.py: a raw-socket NBD client for the conformance suite (tests/conformance).
 
 It sends what libnbd will not: any client flags, options with any payload (malformed,

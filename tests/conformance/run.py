@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """run.py: the conformance runner (tests/conformance).
 
   run.py                 every rule test; prints one line per test, a per-rule summary and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """t_commands.py: rules 26-35 of docs/spec-rules.md (transmission: FLUSH and FUA,
 multi-conn, WRITE_ZEROES, DF, BLOCK_STATUS, error chunks, CACHE, NBD_CMD_DISC, shutdown,
 error values); t_transmission.py has rules 17-25 and the helpers both use."""

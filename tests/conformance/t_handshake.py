@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """t_handshake.py: rules 1-13 of docs/spec-rules.md (the handshake); t_meta.py has
 rules 14-16 and uses the helpers here (rw, in_sync_go, still_serves, tls_server, starttls).
 

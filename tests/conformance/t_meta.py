@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """t_meta.py: rules 14-16 of docs/spec-rules.md (the handshake: metadata contexts,
 string lengths, extended headers) and the TLS test of rule 33; t_handshake.py has rules
 1-13.

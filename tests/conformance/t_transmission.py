@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """t_transmission.py: rules 17-25 of docs/spec-rules.md (transmission: flags,
 requests in flight, replies, READ errors, range and alignment checks, unknown commands and
 flags, payload sizes); t_commands.py has rules 26-35. Its helpers (conn, in_sync, rw,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # C01: client vanishes (docs/cases.md), at every point of a session: during option
 # haggling, inside request headers, inside WRITE payloads, with READs and WRITEs in flight, with
 # FIN or RST, and no NBD_CMD_DISC (tests/durability/vanishing_clients.py). DG_C01_CYCLES cycles

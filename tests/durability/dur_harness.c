@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dur_harness.c: see dur_harness.h. */
 #include "dur_harness.h"
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # C14: full host file system (docs/cases.md): a sparse 64 MiB image on a 16 MiB
 # ext4 file system (a loop mount), served with --cache writeback and with --cache direct.
 # A client writes 256 KiB chunks of distinct data until a write fails. Required:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Guest-level crash check: a QEMU guest (tests/guest/run-guest.sh; TCG where KVM does not
 # work) runs a metadata-heavy load on ext4 over diskgate (--sync full): in a loop, three
 # parallel untars of a tree of ~1500 small files and directories, deletion of the previous

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Real crashes: DG_KILL_TRIALS trials (default 10; docs/durability.md records 100). Each runs
 # the mixed load of tests/durability/workload.py (4 connections x 2 threads: WRITEs, a quarter
 # with FUA, and FLUSHes) against a fresh image, kill -9s diskgate at a random moment (0.1 to

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # C15: multi-conn flush visibility and durability (docs/cases.md): with
 # NBD_FLAG_CAN_MULTI_CONN advertised, a FLUSH on any connection covers the writes every
 # connection saw acknowledged.

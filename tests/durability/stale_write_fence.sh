@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # C12: stale write after reconnect (docs/cases.md), with the fault-injecting
 # backing's stall: WRITE(X, v1) from connection 1 is stalled in the backing (not yet started).
 # The client drops connection 1 with the write in flight, opens connection 2, sends WRITE(X, v1)

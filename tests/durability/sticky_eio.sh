@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # fsync errors are sticky (README "Sync modes"), through the fault-injecting backing over NBD:
 # after a WRITE, the backing fails the next sync with EIO. That FLUSH gets NBD_EIO; so does
 # every later FLUSH on the export, from this connection and from a new one, and every FUA

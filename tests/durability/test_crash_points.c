@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_crash_points.c: the crash points of a random workload through server/durability.c
  * and the fault-injecting backing (dur_harness.h). For every prefix of the recorded event
  * log (every crash point), the image a power loss there would leave (faulty_image_at) holds

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """vanishing_clients.py: C01, clients that vanish at every point of a session
 (tests/durability/client_vanishes.sh).
 

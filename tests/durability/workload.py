@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """workload.py: the mixed write load of the crash tests and its checkers (/usr/bin/python3).
 
   workload.py run URI LOG [--conns 4] [--threads 2] [--slots N] [--ops N] [--seconds S]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A real writeback error under the page cache (docs/durability.md "Sync channels"): the
 # image sits on an ext4 file system whose loop device is a file on a full tmpfs, and half
 # of the image's blocks are holes in that file. Page-cache writes there succeed, but their

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/fuzz/coverage.sh [CORPUS_ROOT]: source coverage of src/nbd/option.c and request.c
 # reached by the fuzz corpora (llvm-cov). CORPUS_ROOT holds corpus-option/ and
 # corpus-request/ as run.sh leaves them (default $FUZZ_OUT, else build/fuzz); the seed corpus

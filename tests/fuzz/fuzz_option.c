@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_option.c: libFuzzer harness for option haggling, over the pure code of src/nbd/option.c
  * (doc/proto.md "Newstyle negotiation", "Option types"; rules 2-15 of
  * docs/spec-rules.md).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_request.c: libFuzzer harness for request decoding and validation, and for the reply
  * encoders, over the pure code of src/nbd/request.c (doc/proto.md "Transmission phase";
  * rules 16-35 of docs/spec-rules.md).

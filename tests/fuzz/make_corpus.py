@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """make_corpus.py: writes the seed corpus of the fuzzers (tests/fuzz/corpus/{option,request}/).
 
 Deterministic: running it again gives the same files. Seeds are realistic client traffic

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* replay_main.c: runs a fuzz harness (fuzz_option.c or fuzz_request.c) over files, without
  * libFuzzer: the regression test of tests/fuzz/meson.build. Every argument is a file or a
  * directory of files (the seed corpus, tests/fuzz/crashes/NAME/: every crash the fuzzers

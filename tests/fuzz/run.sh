@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/fuzz/run.sh SECONDS [HARNESS...]: builds the libFuzzer harnesses (clang,
 # -fsanitize=fuzzer,address,undefined) against src/nbd/ directly and runs each for SECONDS
 # seconds, both at once (one core each). HARNESS: option, request (default both).

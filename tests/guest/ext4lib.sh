@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/guest/ext4lib.sh: the guest ext4 check shared by tests/guest/test-guest-ext4.sh and
 # tests/rbd/guest.sh. Source it after tests/lib.sh (it uses T, fail, pass, mkrandom, flip_byte).
 #

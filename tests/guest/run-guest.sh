@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/guest/run-guest.sh: boots the test guest under QEMU, runs one task script in it against
 # one disk, prints the task's output and exits with the task's exit status.
 #

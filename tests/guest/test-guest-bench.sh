@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/guest/test-guest-bench.sh: `diskgate bench` guest rows, end to end in a QEMU guest.
 #  1. A short run of guest-virtio-file and guest-virtio-diskgate gives a figure for each, on
 #     the guest's own 100% line.

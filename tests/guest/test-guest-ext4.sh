@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/guest/test-guest-ext4.sh: a real Linux guest uses a diskgate export as its disk.
 #
 # diskgate serves a 256 MiB sparse raw file; a QEMU guest (tests/guest/run-guest.sh) gets the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """libnbd_helpers.py: small helpers over python3-libnbd shared by the shell-driven tests
 (tests/server, tests/durability): connect with chosen strictness, errno names, and the check
 that a call fails with a server error reply."""

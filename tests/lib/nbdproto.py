@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """nbdproto.py: the raw-socket NBD client every Python test shares (tests/lib; run with
 /usr/bin/python3). It sends what libnbd will not: any client flags, options and requests with
 any fields and payloads, compact or extended request headers.

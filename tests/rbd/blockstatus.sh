@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # rbd block status: NBD_CMD_BLOCK_STATUS / base:allocation on an RBD
 # export comes from librbd's object map (rbd_diff_iterate2, whole objects) when the image
 # has fast-diff, and agrees with `rbd diff --whole-object` run beside diskgate; REQ_ONE

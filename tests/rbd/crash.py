@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 # tests/rbd/crash.py: the kill -9 durability test against an RBD export (run by crash.sh,
 # which starts the cluster and creates the image; read that file's header first).
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # kill -9 durability against RBD: clients write with FUA and with WRITE + FLUSH through 2-4
 # connections, logging every reply; diskgate is killed with SIGKILL at a random moment and
 # started again on the same image; every write that was acknowledged with FUA, or

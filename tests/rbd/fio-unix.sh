@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # fio's nbd engine (libnbd) with verify against an RBD export through the Unix socket
 # (tests/rbd/fio.sh covers TCP): every block written is read back and checked
 # (verify=crc32c, verify_fatal). Random 4 KiB writes at iodepth 16; then two jobs at once

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # fio's nbd engine (libnbd) at iodepth 16 against an RBD export, writing with
 # verify=crc32c: every block written is read back and checked. Random 4 KiB writes, then
 # mixed sizes 512 B-128 KiB, then sequential 1 MiB writes with a FLUSH every 8 writes.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A QEMU guest whose disk is an RBD image served by diskgate over TCP (the gateway set-up of
 # docs/rbd.md). The guest (tests/guest/run-guest.sh) makes ext4 on its virtio disk, writes
 # files of known content (some shipped from the host, some made in the guest), syncs, checks

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # rbd interop: real clients (nbdcopy, nbdinfo, qemu-img) against `diskgate serve rbd:...`.
 # Data copied in through NBD comes back out through NBD and through `rbd export`
 # (bypassing diskgate) unchanged; the export's size and flags are what the backing offers.

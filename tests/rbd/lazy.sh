@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # rbd lazy attach: `diskgate serve rbd:...` connects to the cluster and
 # opens the image only when some client's NBD_OPT_GO (or INFO) names the export, never at
 # start-up or for connections that merely connect, list exports or stall. Measured from the

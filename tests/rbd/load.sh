@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # librados and librbd are loaded at run time by the first RBD export (src/backing/rbd_lib.h),
 # not linked: a server of files never maps them (linked, they cost every server about 18 MiB
 # of resident memory and 13 ms of start-up; docs/performance.md, T6). Needs no cluster: an

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/rbd/osdpause.py: pausing the test cluster's OSD (for slow.sh, case C17).
 import os
 import signal

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/rbd/rbd-lib.sh: source after tests/lib.sh. Starts a throw-away Ceph cluster for this
 # test script (scripts/ceph-cluster.sh, memstore, cephx) in a short temp dir and stops it on
 # exit, after lib.sh has killed any diskgate it started. Sets CL (the cluster dir),

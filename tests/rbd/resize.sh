@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `rbd resize` while diskgate serves the image: connections made after the resize see the
 # new size, and I/O past the old end works; connections made before keep working within
 # the size they were given; data below the old end is intact.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # C17 (docs/cases.md): a slow cluster is not an error. The only OSD is
 # paused (SIGSTOP) while clients have requests in flight, for longer than the clients'
 # timeout, then resumed (SIGCONT). diskgate must keep every connection and reply late, with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A snapshot ("rbd:POOL/IMAGE@SNAP") is served read-only: the export says read-only, reads
 # return the snapshot's bytes (not the head's later writes), and WRITE, TRIM and
 # WRITE_ZEROES sent anyway (libnbd's strict mode off) fail with EPERM (TRIM and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # C16: WRITE_ZEROES on RBD really zeroes (docs/cases.md).
 # An image with 4 MiB objects is filled with 0x78. WRITE_ZEROES without NO_HOLE at offset 0
 # length 127*512 (a partial object: a bare discard would be skipped by librbd's discard

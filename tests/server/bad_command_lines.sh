@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Bad command lines: `diskgate serve` exits 2 promptly, prints nothing on stdout and exactly
 # one line on stderr, and that line names the problem (the option, value or path at fault).
 # Cases: unknown long and short options, a value given to an option that takes none, an

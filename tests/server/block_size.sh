@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # C07: advertised block size (NBD_INFO_BLOCK_SIZE, asked for by libnbd during NBD_OPT_GO):
 #  - a plain image file -> minimum 512;
 #  - a 4Kn loop device (losetup --sector-size 4096) -> minimum 4096, with and without

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # NBD_CMD_CACHE of length 0 succeeds, as every other zero-length command does (both
 # engines).
 . "$SRCDIR/tests/lib.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The server's timed waits neither stretch nor shrink when the wall clock steps. Run with
 # $1, an LD_PRELOAD module (realtime_shift.c) that shifts every CLOCK_REALTIME read by
 # DG_REALTIME_SHIFT_S seconds from the clock the kernel times a futex against: what a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A server started with standard descriptors closed (`2>&-`, a service manager that closes
 # them) must not write its log or listener lines into what it opened at those numbers.
 # (Were the image to take fd 1 or 2, a flushed WRITE would be overwritten by "peer closed

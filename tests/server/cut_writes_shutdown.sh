@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # WRITEs cut short by peers that also stopped reading their replies: every such connection
 # ends, so SIGTERM exits 0 within 3 s (both engines).
 . "$SRCDIR/tests/lib.sh"

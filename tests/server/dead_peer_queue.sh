@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A client queues many READs and goes away without reading a reply: the server stops
 # starting its requests once a reply cannot be sent, on the event loops and with
 # `--engine threads` (also the path of TLS connections), so a dead peer's queue never keeps

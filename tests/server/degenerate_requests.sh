@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # C11: degenerate requests, sent with the raw client (simple replies, so every reply is
 # exactly 16 bytes + a READ payload on success and the stream must stay in step):
 #  - READ, WRITE, TRIM, WRITE_ZEROES with length 0 -> success, connection kept;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """edge_clients.py: clients at the edges of the protocol, one per check of tests/server
 (write_zeroes_sector_edges.sh, ext_write_without_payload_len.sh, cache_zero_length.sh,
 unknown_name_escaped.sh, non_reading_client.sh, cut_writes_shutdown.sh); each docstring

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # edge_lib.sh: what the tests driving edge_clients.py share. Source it after tests/lib.sh.
 export PYTHONDONTWRITEBYTECODE=1   # no __pycache__ in the source tree
 EDGE="$SRCDIR/tests/server/edge_clients.py"

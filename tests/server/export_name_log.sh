@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The operator's --export name goes into the start-up log escaped, like names that come from
 # clients: a newline in it never splits the "serving ..." line (or the --sync none warning)
 # in two. The export is still served under its real name. Paths are escaped the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # WRITE_ZEROES with FAST_ZERO on block devices (spec "NBD_CMD_FLAG_FAST_ZERO", rule 28): the
 # server fails it quickly with NBD_ENOTSUP, changing nothing, unless the device zeroes
 # without writing. diskgate used fallocate ZERO_RANGE for it, which on a block device falls

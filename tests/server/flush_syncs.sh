@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # C19: flush really syncs. The threads engine (syncs are plain syscalls) is traced with
 # strace -f attached to the running server; a client does WRITE A, FLUSH, WRITE C with FUA
 # (tests/server/synctrace.py). In the trace (the server's sendmsg calls hold the replies,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # C04: exact handshake bytes (raw socket, tests/lib/nbdproto.py), over Unix and TCP:
 #  - the server's handshake flags are FIXED_NEWSTYLE|NO_ZEROES and nothing else;
 #  - client flags FIXED_NEWSTYLE only + NBD_OPT_EXPORT_NAME "disk": exactly 8 (size) + 2

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Large requests reuse their buffers: 64 READs of 1 MiB make fewer than 16 mmap calls of
 # about 1 MiB (glibc's default threshold would map and unmap each). glibc's malloc only:
 # under AddressSanitizer its own allocator serves every allocation, so the check passes with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # When the listener can no longer wait for connections (poll(2) fails: here RLIMIT_NOFILE
 # is lowered below the number of listeners with prlimit), the server does not exit 0 as if
 # asked to stop (nor log "signal 0 (Unknown signal 0)"): one line names the failure, the

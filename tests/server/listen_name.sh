@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # --listen HOST:PORT with a host name (qemu-nbd's -b and nbdkit's -i take names) is served,
 # not refused with "Invalid argument". localhost resolves on every test machine; the server binds
 # its first address, and a client that resolves the same name reaches it.

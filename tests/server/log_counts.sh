@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Log lines that count things agree in number with the count ("1 thread" in the start-up
 # line, "1 connection is negotiating" with --max-handshakes 1).
 HERE=$(cd "$(dirname "$0")" && pwd)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A client that sends requests the server refuses (an unknown command, a READ past the end)
 # as fast as it reads the replies must not flood the log (one line each would write 55 MB a
 # second, and a slow reader of the log would stall the other clients). The refusals

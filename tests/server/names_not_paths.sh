@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # C18: names are not paths (docs/cases.md). Run with $1, the LD_PRELOAD
 # module open_hook.c.
 # 1. Export names are keys into what the operator configured, never paths: clients asking

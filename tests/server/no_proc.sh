@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Without /proc (a chroot or a minimal container) a writable file is served, with the page
 # cache and with O_DIRECT: the extra sync channels and the O_DIRECT descriptor reopen the
 # image by path, checked to be the same inode, when /proc/self/fd is missing. Needs a mount

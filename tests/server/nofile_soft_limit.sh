@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The soft limit on open files is raised to the hard limit at start, so the number of
 # connections is bounded by the hard limit, not by the usual soft limit of 1024.
 . "$SRCDIR/tests/lib.sh"

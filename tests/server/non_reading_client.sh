@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A client that never reads its replies: the server's memory stays bounded, other clients
 # are served promptly, and SIGTERM still exits 0 within seconds (both engines).
 . "$SRCDIR/tests/lib.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # C09: no-op discards on fresh all-hole sparse exports (4 GiB, and 4 GiB - 4 KiB so that one
 # 32-bit request can cover the whole export):
 #  - TRIM the whole export in one request, and in 2 GiB pieces; WRITE_ZEROES likewise, over

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # C05: odd export sizes: files of 1000 and 123456789 bytes (not multiples of 512).
 #  - the size is exact (nbdinfo --size and libnbd);
 #  - READ of the last 21 bytes returns the file's bytes; an in-range WRITE of the tail lands;

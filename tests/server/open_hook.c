@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* open_hook.c: an LD_PRELOAD module that interferes with open(2) of one file, to reach
  * paths that need a machine out of descriptors or memory, or an attacker who wins a race.
  * It wraps open and open64, one function (the program's own calls; libc's internal ones,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Every option the server refuses gets its error reply and one log line naming the option,
 # the error reply and why (here: a malformed NBD_OPT_GO, an unknown option, NBD_OPT_LIST with
 # data, a 64 KiB option, STARTTLS with TLS off and a metadata context before structured

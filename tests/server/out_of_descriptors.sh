@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Out of file descriptors: a client past the limit sees its connection closed at once (a
 # reserve descriptor takes it off the listen queue) instead of waiting there, the spell is
 # logged once when it starts and once when it is over (even while connections come and go

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Four connections writing overlapping, unaligned ranges of an O_DIRECT export at once (each
 # client: write its own pattern, read it back, 400 times). Such writes wait on engine
 # workers: at the file backing's gate for a read-modify-write, and at the export's fence

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # --pid-file must never cost a user a file: not the served image, not the --socket path, not
 # any other existing file, not an existing PATH.tmp (even for a command line that is then
 # refused), and a directory leaves nothing behind:

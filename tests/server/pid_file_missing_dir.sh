@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A --pid-file in a missing directory is a bad command line: exit 2, one line on stderr.
 . "$SRCDIR/tests/lib.sh"
 truncate -s 1M "$T/disk.img"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A qcow2 file given as PATH: diskgate serves its bytes (as nbdkit's file plugin does; the
 # README says raw images), and now says so at start-up in one warning line, since a user of
 # qemu-nbd expects the disk inside it. A raw file gets no such line.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # diskgate's image lock against QEMU's (block/file-posix.c: one shared OFD lock per byte,
 # 100 + bit for a permission held, 200 + bit for one not shared). A --read-only diskgate
 # must not make read-only QEMU users fail with 'Failed to get "consistent read" lock'

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Read-only export (--read-only): libnbd in non-strict mode sends WRITE, TRIM, WRITE_ZEROES
 # (with and without NO_HOLE) and a FUA WRITE anyway; each fails with EPERM from the server
 # (the FUA WRITE may get EINVAL instead when SEND_FUA is not advertised); the connection stays

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Read-only storage served without --read-only. A block device the kernel marks read-only
 # (here a loop device made with `losetup -r`) is not advertised as writable (every WRITE,
 # TRIM and WRITE_ZEROES would then fail with EPERM): it is served read-only:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* realtime_shift.c: an LD_PRELOAD module for server-clock-step. It moves what the process
  * reads from CLOCK_REALTIME through clock_gettime(2) by DG_REALTIME_SHIFT_S seconds (a
  * signed integer; 0 when unset), while the kernel, which times a futex wait against an

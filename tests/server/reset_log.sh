@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A client in transmission that resets its TCP connection (SO_LINGER 0, so close sends an
 # RST) is logged once as "peer closed the connection without NBD_CMD_DISC" on both engines.
 # Every such end gets its line, on the event loops as on the thread path.

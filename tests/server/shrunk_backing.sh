@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A backing file truncated shorter while it is served: READ past the file's new end fails
 # with EIO, so
 #  - BLOCK_STATUS must not report that range as a hole that reads as zeroes (base:allocation,

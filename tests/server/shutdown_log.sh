@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A client still connected when the server stops (SIGTERM) did not close the connection:
 # the log must not say "peer closed the connection without NBD_CMD_DISC", on the thread path
 # (--engine threads, and TLS) as on the event loops. Each: an idle libnbd client, SIGTERM,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # SIGHUP (a closed terminal or ssh session) shuts the server down as SIGTERM does, as nbdkit
 # does, never killing it at once (exit 129, the socket and pid files left behind, requests
 # in flight unanswered): exit 0, both files removed, one log

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # --socket naming an existing regular file is a bad command line (exit 2, one line on
 # stderr), and the file is left as it was.
 . "$SRCDIR/tests/lib.sh"

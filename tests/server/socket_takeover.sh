@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A server removes its Unix socket file at exit only if the path still names the socket it
 # bound. Server A's socket file is removed (by hand, a tmp cleaner) and server B binds the
 # same path: B stays reachable after A exits, and B's own exit removes the file.

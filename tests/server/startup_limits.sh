@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Start-up under a tiny open-files limit (RLIMIT_NOFILE), limits 3 to 40 in turn, for four
 # command lines (--threads 2, so that the limits do not depend on the machine's CPUs). At
 # each limit `diskgate serve` either serves a client (nbdinfo reads the size) or exits 1

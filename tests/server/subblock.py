@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """subblock.py URI IMAGE SEED: the C06 client (subblock_4kn.sh). Sub-block I/O on a 4Kn device.
 
 IMAGE holds what the export holds when we start (the loop device's backing file); at the end

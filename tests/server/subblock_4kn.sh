@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # C06: sub-block I/O on a 4Kn device (losetup --sector-size 4096), served with the default
 # cache and with --cache direct (O_DIRECT: the server must read-modify-write through aligned
 # bounce buffers). tests/server/subblock.py sends READ 1024+1024, WRITE 512+512,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """synctrace.py: the C19 client and strace-log checker (flush_syncs.sh).
 
   synctrace.py client URI OUT.json   WRITE A, FLUSH, WRITE C with FUA; saves the cookies

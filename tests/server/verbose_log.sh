@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # --verbose logs each connection's start and its end ("connection closed"), so a log tells a
 # client still connected from one that has gone. Unix-socket connections are numbered, not
 # named by their (reused) fd.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # WRITE_ZEROES across one sector boundary, with no whole sector inside, on block devices
 # of 512- and 4096-byte sectors, cached and O_DIRECT: exactly the range reads back as zeroes,
 # the bytes around it stay, and the server stays up (tests/server/edge_clients.py zero_edges).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Client certificates: with ca-cert.pem in the --tls-certificates directory, a client must
 # present a certificate that CA signed (as qemu's tls-creds-x509 with verify-peer). Without
 # one, or with one from another CA, the TLS handshake fails; with one, nbdinfo, qemu-img and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Real clients over TLS (--tls require, X.509 server certificate, no client certificate):
 # nbdinfo with nbds:// over TCP and a Unix socket, qemu-img info (TCP and Unix) and qemu-io
 # with tls-creds-x509, an nbdcopy round trip with checksums (multi-conn: several TLS sessions,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The TLS options on the command line: every bad combination or unreadable credential gives
 # one line on stderr naming the problem, nothing on stdout, exit status 2; credentials alone
 # mean --tls require (URIs printed as nbds://); --help documents the options.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # TLS 1.3 KeyUpdate from the client (RFC 8446 4.6.3), legal at any time after the
 # handshake: keyupdate_client sends one in option haggling and one during each of 6 READ
 # replies of 4 MiB (half of them asking the server to update its own keys), and checks

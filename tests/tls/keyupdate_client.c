@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* keyupdate_client.c: an NBD client over TLS 1.3 that sends KeyUpdate messages (RFC 8446
  * 4.6.3), which Python's ssl module cannot, for tests/tls/keyupdate.sh.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """nbdtls.py: a raw-socket NBD client that can upgrade to TLS (tests/tls; reusable by the
 conformance tests), and the TLS rule checks (spec rules 11, 12, 13, 33 of
 docs/spec-rules.md; doc/proto.md "TLS support").

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # TLS with pre-shared keys (--tls-psk FILE, `username:hexkey` lines as nbdkit's and qemu's
 # keys.psk): nbdinfo and nbdcopy with libnbd's tls-psk-file, qemu-img with tls-creds-psk; a
 # wrong key or an unknown user fails the handshake, with a log line naming the user; the

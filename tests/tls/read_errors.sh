@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Credentials that exist but cannot be read: the line keeps the reason (errno), and the
 # exit status says whose fault it is (1: the machine ran out, 2: the file). Run with $1,
 # the LD_PRELOAD module open_hook.c, which makes the open of one file fail with a chosen

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Spec rules 11 (NOTLS), 12 (FORCEDTLS), 13 (state forgotten after STARTTLS), 33 and 34
 # (TLS bye after DISC, ABORT and at shutdown) with the raw client nbdtls.py, against three
 # servers: --tls off, --tls require and --tls on (SELECTIVETLS: rule 13 needs options

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # SIGTERM while a TLS client has a request in flight: the server finishes it and the client
 # gets its reply, as a plain client does (tls-rules checks the close_notify of an idle
 # client). The drain's shutdown(SHUT_RD) must not reach GnuTLS as an end of stream without

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/tls/tlslib.sh: throwaway X.509 credentials and PSK files for the TLS tests, made with
 # GnuTLS's certtool (Debian package gnutls-bin) at test time. Source after tests/lib.sh.
 # Layouts: a server directory holds server-cert.pem and server-key.pem (plus ca-cert.pem when

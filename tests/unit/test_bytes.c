@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_bytes.c: unit tests of util/bytes.h (big-endian loads/stores, overflow-checked
  * range arithmetic, alignment helpers). */
 #include <setjmp.h>

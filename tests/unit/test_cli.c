@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_cli.c: unit tests of util/cli.h: cli_option_error (the line that names what
  * getopt_long refused; the real parsers give it argv[optind - 1] and optopt, these cases
  * give the same values directly) and cli_value_option_error (an option's value that is

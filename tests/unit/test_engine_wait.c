@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of engine_wait_begin/end (src/io/engine_threads.c): a worker that waits for a
  * request queued behind it gets a replacement, so the queued request runs: with one worker
  * and no replacement, request A (waiting for B) would hold the only worker and B never run,

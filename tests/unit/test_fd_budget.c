@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of the descriptor budget (src/util/fd_budget.c): fd_budget_left counts what the
  * soft RLIMIT_NOFILE still allows, down to 0 when not one more descriptor can be opened (it
  * needs one itself to read /proc/self/fd); fd_budget_allows keeps FD_BUDGET_RESERVE free;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of the cross-connection write fence (src/server/fence.c, case C12): which
  * writes wait for which, the order parked writes are granted in, and that a long chain of
  * parked writes whose ready callbacks complete at once (page-cache writes complete on the

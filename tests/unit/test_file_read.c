@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of the whole-file reader for credentials (src/util/file_read.c): the bytes and
  * their count, a NUL after them, and each error as -errno with no buffer: a missing file,
  * a directory, a FIFO (which must not block), a file over the size limit, a file that

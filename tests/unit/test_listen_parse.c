@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_listen_parse.c: unit tests of listen_parse_address (server/listen.h), the pure
  * string parsing of "HOST:PORT", "[V6]:PORT", "HOST" and ":PORT". */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_log.c: unit tests of log_escape (util/log.h): untrusted bytes become printable. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of the monotonic condition variables (src/util/mono_cond.c): a deadline is now
  * plus the milliseconds asked, normalised (tv_nsec below 1e9), on CLOCK_MONOTONIC; a
  * variable from mono_cond_init times its waits on that clock: a wait for a deadline 50 ms

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_option.c: unit tests of nbd/option.h, the handshake's wire format
  * (doc/proto.md "Newstyle negotiation", "Option types"; rules 1-15 of nbd-spec-rules.md). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_reply.c: unit tests of the reply side of nbd/request.h: simple replies, structured
  * and extended chunk headers, error chunks, block status chunks, and the errno mapping
  * (doc/proto.md "Simple reply message", "Structured reply chunk message", "Error values";

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_request.c: unit tests of nbd/request.h, the transmission phase's wire format and
  * request validation (doc/proto.md "Transmission phase"; rules 17-35 of nbd-spec-rules.md). */
 #include <errno.h>

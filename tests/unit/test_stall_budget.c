@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of the stall budget of inline page-cache writes (src/backing/stall_budget.c):
  * fast writes and occasional stalls keep inline writes on; stalls that add up to more than
  * STALL_BUDGET_NS in one STALL_WINDOW_NS turn them off for STALL_BACKOFF_NS, after which

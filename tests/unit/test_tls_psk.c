@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_tls_psk.c: unit tests of the --tls-psk file (server/tls_psk.h): the start-up check
  * and the per-handshake lookup, on files written here. */
 #include <errno.h>

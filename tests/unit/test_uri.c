@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_uri.c: unit tests of nbd/uri.h, NBD URI formatting (doc/uri.md of the NBD project;
  * the URI section of nbd-spec-rules.md). */
 #include <errno.h>

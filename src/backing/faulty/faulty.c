@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* faulty.c: the fault-injecting test backing's vtable: submit (rules, the held list, the
  * pump thread), open and close. See faulty.h for what it does and its control protocol,
  * faulty_impl.h for how its files share the work (faulty_power.c: the event log and the

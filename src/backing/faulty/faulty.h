@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* faulty.h: a fault-injecting backing for tests. Spec `faulty:PATH` wraps the file backing
  * of PATH (a regular file); it opens only when the environment variable DISKGATE_TEST_FAULTS
  * is set (to the path of its control socket), and refuses with -ENOTSUP otherwise, so a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* faulty_ctl.c: the fault-injecting backing's control protocol (see faulty.h for the
  * commands and their replies): command parsing and execution (faulty_command, under
  * fb->lock), and the control thread that serves the Unix socket at $DISKGATE_TEST_FAULTS. */

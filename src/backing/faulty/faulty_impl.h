@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* faulty_impl.h: the fault-injecting backing's state, shared by its files. Internal to
  * src/backing.
  *   faulty.c        the vtable: submit (rules, the held list, the pump thread), open, close

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* faulty_power.c: the fault-injecting backing's event log and power-loss model; see
  * faulty.c for the model's definition (durable_seq, the pending writes, the image after a
  * power loss at event K) and faulty.h for the commands that use it (record, events, mark,
