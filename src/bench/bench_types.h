@@ -87,7 +87,8 @@ struct bench_config {
   enum bench_transport transport;    /* NBD rows */
   const char *sync_mode;             /* diskgate --sync (full, fsync, none) or NULL */
   const char *cache_mode;            /* diskgate --cache (direct, writeback) or NULL */
-  unsigned sector;                   /* host-dev: logical sector size of the loop device */
+  unsigned sector;                   /* host-dev rows, and NBD rows over a loop device: the
+                                        loop device's logical sector size; 0 = on the file */
   enum bench_guest_backing backing;  /* guest rows */
   bool nvme;                         /* guest rows: emulated NVMe instead of virtio-blk */
   const char *qemu_cache;            /* guest rows on the file: QEMU -drive cache options */

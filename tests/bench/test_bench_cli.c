@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -80,7 +81,7 @@ static void test_profile_defaults(void **state)
   assert_int_equal(o.runtime_s, 5);
   assert_int_equal(o.size, 256ull << 20);
   assert_near(o.ramp_s, 1.0, 1e-12);
-  assert_string_equal(o.dir, ".");
+  assert_null(o.dir); /* no --dir: a fresh folder under /var/tmp, never the cwd */
   assert_string_equal(o.out, "bench-out");
 
   assert_int_equal(parse(&o, err, sizeof(err), "--profile", "seeds", NULL), BENCH_CLI_OK);
@@ -329,6 +330,46 @@ static void test_profile_rbd(void **state)
   assert_int_equal(o.size, 64ull << 20);
 }
 
+/* --profile quick answers "which backing, which mode?": serve's default configuration (no
+ * options) on the file and on a loop device, beside the host's file and block-device rows;
+ * the O_DIRECT mode beside the default. */
+static void test_profile_quick_has_serve_default(void **state)
+{
+  static struct bench_results r;
+  struct bench_opts o;
+  char err[256];
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *e;
+  bool dflt_file = false, dflt_dev = false, host_dev = false, direct = false;
+
+  (void)state;
+  assert_int_equal(parse(&o, err, sizeof(err), NULL), BENCH_CLI_OK);
+  e = open_memstream(&buf, &len);
+  assert_int_equal(bench_profiles_select(&o, &r, e), 0);
+  fclose(e);
+  free(buf);
+  for (size_t c = 0; c < r.nconfigs; c++) {
+    const struct bench_config *cfg = r.configs[c];
+    bool loop = bench_configs_on_loop(cfg);
+
+    dflt_file |= bench_configs_is_serve_default(cfg) && !loop;
+    dflt_dev |= bench_configs_is_serve_default(cfg) && loop;
+    host_dev |= cfg->kind == BENCH_CFG_HOST_DEV;
+    direct |= cfg->server == BENCH_SERVER_DISKGATE && strcmp(cfg->cache_mode, "direct") == 0;
+  }
+  assert_true(dflt_file);
+  if (geteuid() == 0) { /* loop rows are skipped for other users */
+    assert_true(dflt_dev);
+    assert_true(host_dev);
+  }
+  assert_true(direct);
+  assert_true(bench_configs_is_serve_default(bench_configs_find("diskgate-tcp-writeback-full")));
+  assert_false(bench_configs_is_serve_default(bench_configs_find("diskgate-unix-direct-full")));
+  assert_false(bench_configs_is_serve_default(bench_configs_find("diskgate-unix-writeback-none")));
+  assert_false(bench_configs_is_serve_default(bench_configs_find("qemu-nbd-unix")));
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -340,6 +381,7 @@ int main(void)
     cmocka_unit_test(test_copy_size_checked_apart),
     cmocka_unit_test(test_select),
     cmocka_unit_test(test_profile_rbd),
+    cmocka_unit_test(test_profile_quick_has_serve_default),
   };
 
   return cmocka_run_group_tests(tests, NULL, NULL);
