@@ -146,8 +146,8 @@ static void test_bad_command_lines(void **state)
   }
 }
 
-/* Each kind of refused option is named as what it is (it used to say "needs a value" or
- * "unknown option '--keep=1'" for a value given to an option that takes none). */
+/* Each kind of refused option is named as what it is: a value given to an option that takes
+ * none is neither "needs a value" nor "unknown option '--keep=1'". */
 static void test_option_errors_name_the_fault(void **state)
 {
   static const char *const cases[][3] = {
@@ -157,7 +157,7 @@ static void test_option_errors_name_the_fault(void **state)
     { "--r", "3", "option '--r' is ambiguous (--runs, --runtime" },
     { "--frobnicate=2", NULL, "unknown option '--frobnicate'" },
     { "--fo\x02o", NULL, "unknown option '--fo\\x02o'" }, /* escaped once, not twice */
-    /* a forgotten value: `--dir --keep` made a directory named "--keep" */
+    /* a forgotten value: `--dir --keep` must not make a directory named "--keep" */
     { "--dir", "--keep", "diskgate bench: option '--dir' needs a value, not the option "
                          "'--keep'; write --dir=--keep if that is the value (see diskgate bench --help)" },
   };
@@ -198,7 +198,7 @@ static int copy_size_check(const struct bench_opts *o, char **printed)
 }
 
 /* --copy-size is checked against --size only when the copy test runs: the parser accepts
- * 10M with a 16M file (it used to exit 2 even for a run of other workloads), and
+ * 10M with a 16M file (a run of other workloads goes ahead), and
  * bench_cli_check_copy_size refuses it with one line; 9M (under 60%) passes. */
 static void test_copy_size_checked_apart(void **state)
 {
