@@ -70,13 +70,15 @@ void bench_cli_usage(FILE *out)
         "  --workloads LIST    columns: comma-separated names or patterns\n"
         "  --runs N            runs per cell, taken in rounds over all rows; the table shows\n"
         "                      medians (default 3; quick: 1); --rounds N is the same\n"
-        "  --runtime SECONDS   measured seconds per run (default 10; quick: 5)\n"
+        "  --runtime SECONDS   measured seconds per run (default 10; quick, peers, scaling: 5)\n"
         "  --ramp SECONDS      unmeasured warm-up before each run (default: runtime / 5, 0.5-2)\n"
         "  --size BYTES        test file (and RBD image) size, suffixes K/M/G (default: quick\n"
         "                      256M, seeds and rbd 1G, sync and all 2G)\n"
         "  --copy-size BYTES   bytes in the copy test's file tree (default: size / 2, at most 1G)\n"
-        "  --dir DIR           where the test file lives (default: .)\n"
-        "  --out DIR           where bench.md, bench.json and bench.svg go (default: bench-out)\n"
+        "  --dir DIR           where the test file lives (default: a new folder under\n"
+        "                      /var/tmp, removed afterwards)\n"
+        "  --out DIR           where bench.md, bench.json and bench.svg go (default: bench-out,\n"
+        "                      git-ignored in the source tree)\n"
         "  --keep              keep the test file and the copy tree\n"
         "  --ceph-conf PATH    rbd rows: use the cluster of this ceph.conf (client.admin) instead\n"
         "                      of starting a throw-away one (scripts/ceph-cluster.sh)\n"
@@ -189,7 +191,7 @@ int bench_cli_parse(int argc, char **argv, struct bench_opts *opts, FILE *out, F
   int c;
 
   memset(opts, 0, sizeof(*opts));
-  opts->dir = ".";
+  opts->dir = NULL; /* bench_main makes a temporary folder */
   opts->out = "bench-out";
   opts->ramp_s = -1.0;
   opts->rbd_image = "rbd/diskgate-bench";
@@ -311,8 +313,10 @@ int bench_cli_parse(int argc, char **argv, struct bench_opts *opts, FILE *out, F
   if (opts->ramp_s < 0.0) {
     opts->ramp_s = fmin(2.0, fmax(0.5, opts->runtime_s / 5.0));
   }
-  if (*opts->dir == '\0' || *opts->out == '\0') {
-    return bad(err, "%s wants a directory", *opts->dir == '\0' ? "--dir" : "--out");
+  bool no_dir = opts->dir != NULL && *opts->dir == '\0';
+
+  if (no_dir || *opts->out == '\0') {
+    return bad(err, "%s wants a directory", no_dir ? "--dir" : "--out");
   }
   return BENCH_CLI_OK;
 }

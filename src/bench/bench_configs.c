@@ -42,6 +42,11 @@ static const struct bench_config configs[] = {
   DG(BENCH_TRANSPORT_TCP, "tcp", "writeback", "full"),
   DG(BENCH_TRANSPORT_TCP, "tcp", "writeback", "fsync"),
   DG(BENCH_TRANSPORT_TCP, "tcp", "writeback", "none"),
+  { "diskgate-dev-unix-writeback-full",
+    "diskgate serve --sync full --cache writeback on a loop device over the file (4096-byte "
+    "sectors, direct-io), fio nbd engine over unix",
+    BENCH_CFG_NBD, BENCH_SERVER_DISKGATE, BENCH_TRANSPORT_UNIX, "full", "writeback", 4096,
+    BENCH_GUEST_FILE, false, NULL },
   { "qemu-nbd-unix", "qemu-nbd --cache=none --aio=io_uring, fio nbd engine over unix",
     BENCH_CFG_NBD, BENCH_SERVER_QEMU_NBD, BENCH_TRANSPORT_UNIX, NULL, NULL, 0, BENCH_GUEST_FILE,
     false, NULL },
@@ -186,9 +191,10 @@ const char *bench_configs_tool2(const struct bench_config *cfg)
   return NULL;
 }
 
-bool bench_configs_needs_root(const struct bench_config *cfg)
+bool bench_configs_on_loop(const struct bench_config *cfg)
 {
   return cfg->kind == BENCH_CFG_HOST_DEV ||
+         (cfg->kind == BENCH_CFG_NBD && cfg->sector != 0) ||
          (cfg->kind == BENCH_CFG_GUEST && cfg->backing == BENCH_GUEST_LOOP);
 }
 
@@ -196,4 +202,17 @@ bool bench_configs_host_mode(const struct bench_config *cfg, const char *mode)
 {
   return cfg->kind == BENCH_CFG_HOST && cfg->cache_mode != NULL &&
          strcmp(cfg->cache_mode, mode) == 0;
+}
+
+
+bool bench_configs_needs_root(const struct bench_config *cfg)
+{
+  return bench_configs_on_loop(cfg);
+}
+
+bool bench_configs_is_serve_default(const struct bench_config *cfg)
+{
+  return cfg->kind == BENCH_CFG_NBD && cfg->server == BENCH_SERVER_DISKGATE &&
+         cfg->sync_mode != NULL && strcmp(cfg->sync_mode, BENCH_SERVE_DEFAULT_SYNC) == 0 &&
+         cfg->cache_mode != NULL && strcmp(cfg->cache_mode, BENCH_SERVE_DEFAULT_CACHE) == 0;
 }

@@ -43,4 +43,17 @@ bool bench_configs_host_mode(const struct bench_config *cfg, const char *mode);
 /* Returns true when the configuration needs root (loop devices). */
 bool bench_configs_needs_root(const struct bench_config *cfg);
 
+/* Returns true when the row's target is a loop device over the test file: host-dev rows,
+ * diskgate rows with a sector size (the server exports the device), guest loop rows. */
+bool bench_configs_on_loop(const struct bench_config *cfg);
+
+/* What `diskgate serve` does with no --sync or --cache (src/server/serve.c's usage). */
+#define BENCH_SERVE_DEFAULT_SYNC "full"
+#define BENCH_SERVE_DEFAULT_CACHE "writeback"
+
+/* Returns true for a diskgate NBD row run with serve's default --sync and --cache (the lab
+ * passes no --engine, so the engine is the default too), whatever its transport or backing:
+ * the reports flag these rows as "what you get with no options". */
+bool bench_configs_is_serve_default(const struct bench_config *cfg);
+
 #endif

@@ -339,14 +339,14 @@ static int render_main(const struct bench_opts *opts)
   return rc;
 }
 
+static int lab_run(int argc, char **argv, struct bench_results *r);
+
 int bench_main(int argc, char **argv)
 {
   static struct bench_results r;
-  struct bench_env env;
-  double t0;
-  time_t now;
-  int rc, status = 0;
-  bool written;
+  char tmp[] = "/var/tmp/diskgate-bench.XXXXXX";
+  bool made_dir = false;
+  int rc, status;
 
   memset(&r, 0, sizeof(r));
   rc = bench_cli_parse(argc, argv, &r.opts, stdout, stderr);
@@ -363,58 +363,99 @@ int bench_main(int argc, char **argv)
   if (r.opts.render != NULL) {
     return render_main(&r.opts);
   }
-  rc = bench_profiles_select(&r.opts, &r, stderr);
+  if (r.opts.dir == NULL) { /* the test file goes to a fresh folder, never the cwd */
+    if (mkdtemp(tmp) == NULL) {
+      fprintf(stderr, "diskgate bench: cannot create a folder in /var/tmp: %s (give --dir)\n",
+              strerror(errno));
+      return 1;
+    }
+    r.opts.dir = tmp;
+    made_dir = true;
+  }
+  status = lab_run(argc, argv, &r);
+  if (made_dir && r.opts.keep) {
+    fprintf(stderr, "diskgate bench: --keep: the test file stays in %s\n", tmp);
+  } else if (made_dir) {
+    bench_env_remove_tree(tmp);
+  }
+  return status;
+}
+
+/* Selects the rows and columns, checks the copy test, the test folder, the tools, --out and
+ * the folder's lock, and allocates r->cells. Returns 0 with env locked and r->cells
+ * allocated, or the exit status (1 or 2) with nothing left to free. Main thread only. */
+static int lab_select(int argc, char **argv, struct bench_results *r, struct bench_env *env)
+{
+  int rc = bench_profiles_select(&r->opts, r, stderr);
   if (rc == -ENOENT) {
     fprintf(stderr, "diskgate bench: nothing to run: no selected workload applies to the "
                     "selected configurations\n");
   }
-  if (rc < 0 || bench_variants_apply(&r.opts, &r, stderr) < 0) {
+  if (rc < 0 || bench_variants_apply(&r->opts, r, stderr) < 0) {
     return 2;
   }
-  if (drop_copy_unless_root(&r) == 0) {
+  if (drop_copy_unless_root(r) == 0) {
     fprintf(stderr, "diskgate bench: nothing to run: the copy test needs root\n");
     return 2;
   }
-  bool copy = copy_selected(&r); /* final: only rows are dropped after this */
-  if (copy && bench_cli_check_copy_size(&r.opts, stderr) < 0) {
+  bool copy = copy_selected(r); /* final: only rows are dropped after this */
+  if (copy && bench_cli_check_copy_size(&r->opts, stderr) < 0) {
     return 2;
   }
-  if (bench_env_locate(&env, &r.opts, needs_file(&r), copy) < 0) {
+  if (bench_env_locate(env, &r->opts, needs_file(r), copy) < 0) {
     return 2;
   }
-  if (drop_unusable_rbd_rows(&r, &env) == 0) {
+  if (drop_unusable_rbd_rows(r, env) == 0) {
     return 2;
   }
-  r.cells = calloc(r.nconfigs * r.nworkloads, sizeof(*r.cells));
-  if (r.cells == NULL) {
+  r->cells = calloc(r->nconfigs * r->nworkloads, sizeof(*r->cells));
+  if (r->cells == NULL) {
     fprintf(stderr, "diskgate bench: out of memory\n");
     return 1;
   }
-  join_command(argc, argv, r.command, sizeof(r.command));
-  if (check_tools(&r, &env) < 0) {
-    free(r.cells);
+  join_command(argc, argv, r->command, sizeof(r->command));
+  if (check_tools(r, env) < 0) {
+    free(r->cells);
     return 2;
   }
-  if (bench_env_lock_dir(&env) < 0 || /* not bench_env_cleanup: the files are another lab's */
-      bench_env_open_out(&env) < 0) { /* before anything runs: a bad command line */
-    free(r.cells);
+  if (bench_env_lock_dir(env) < 0 || /* not bench_env_cleanup: the files are another lab's */
+      bench_env_open_out(env) < 0) { /* before anything runs: a bad command line */
+    free(r->cells);
     return 2;
+  }
+  return 0;
+}
+
+/* The lab proper, once the command line is parsed and opts.dir names a folder: selects the
+ * rows (lab_select), runs every cell and writes the reports. Returns the exit status.
+ * Main thread only. */
+static int lab_run(int argc, char **argv, struct bench_results *r)
+{
+  struct bench_env env;
+  double t0;
+  time_t now;
+  int rc, status = 0;
+  bool written;
+
+  rc = lab_select(argc, argv, r, &env);
+  if (rc != 0) {
+    return rc;
   }
   bench_proc_install_signals();
   if (bench_env_init(&env) < 0) {
     bench_env_cleanup(&env);
-    free(r.cells);
+    free(r->cells);
     return 1;
   }
   now = time(NULL);
-  strftime(r.started, sizeof(r.started), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-  bench_machine_describe(&r.machine, env.dir);
-  r.caches_dropped = access("/proc/sys/vm/drop_caches", W_OK) == 0;
-  bench_run_plan(&r);
+  strftime(r->started, sizeof(r->started), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+  bench_machine_describe(&r->machine, env.dir);
+  r->caches_dropped = access("/proc/sys/vm/drop_caches", W_OK) == 0;
+  bench_run_plan(r);
   t0 = bench_proc_now();
-  rc = prepare_data(&env, &r);
+  rc = prepare_data(&env, r);
   if (rc == 0) {
-    rc = bench_run_all(&env, &r);
+    rc = bench_run_all(&env, r);
     if (rc < 0) {
       status = 1;
     }
@@ -422,15 +463,15 @@ int bench_main(int argc, char **argv)
     status = 1;
   }
   bench_rbd_cleanup(&env);
-  r.elapsed_s = bench_proc_now() - t0;
-  r.tree_bytes = env.tree_bytes;
-  r.tree_files = env.tree_files;
-  bench_fmt(r.machine.accel, sizeof(r.machine.accel), "%s", env.accel);
-  bench_stats_results_finish(&r);
-  written = write_report(&env, "bench.md", bench_report_targets_md_write, &r) == 0 &&
-            write_report(&env, "bench.json", bench_report_json_write, &r) == 0 &&
-            write_report(&env, "bench.svg", bench_report_svg_write, &r) == 0;
-  bench_report_targets_md_write(stdout, &r); /* the table, even when --out could not take it */
+  r->elapsed_s = bench_proc_now() - t0;
+  r->tree_bytes = env.tree_bytes;
+  r->tree_files = env.tree_files;
+  bench_fmt(r->machine.accel, sizeof(r->machine.accel), "%s", env.accel);
+  bench_stats_results_finish(r);
+  written = write_report(&env, "bench.md", bench_report_targets_md_write, r) == 0 &&
+            write_report(&env, "bench.json", bench_report_json_write, r) == 0 &&
+            write_report(&env, "bench.svg", bench_report_svg_write, r) == 0;
+  bench_report_targets_md_write(stdout, r); /* the table, even when --out could not take it */
   if (bench_proc_interrupted()) {
     status = 128 + bench_proc_interrupt_signal(); /* as a shell reports it: 130 for Ctrl-C */
   }
@@ -444,6 +485,6 @@ int bench_main(int argc, char **argv)
                           : "");
   }
   bench_env_cleanup(&env);
-  free(r.cells);
+  free(r->cells);
   return status;
 }

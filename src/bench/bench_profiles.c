@@ -21,7 +21,11 @@ struct profile {
 };
 
 static const struct profile profiles[] = {
-  { "quick", "host,host-dev-4k,diskgate-unix-direct-full,qemu-nbd-unix,nbdkit-unix",
+  /* quick: serve's default on the file and on a loop device beside host and host-dev-4k
+   * (file or partition?), the O_DIRECT mode beside the default (which mode?), the peers */
+  { "quick",
+    "host,host-dev-4k,diskgate-unix-writeback-full,diskgate-dev-unix-writeback-full,"
+    "diskgate-unix-direct-full,qemu-nbd-unix,nbdkit-unix",
     "randread-4k,read-1m", 1, 5, 256ull << 20 },
   { "seeds",
     "host,host-dev-512,host-dev-4k,diskgate-unix-direct-full,diskgate-unix-writeback-full,"

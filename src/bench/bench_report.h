@@ -24,17 +24,23 @@ void bench_report_fmt_pct(double pct, char *buf, size_t len);
  * "under 1s". */
 void bench_report_fmt_duration(double s, char *buf, size_t len);
 
-/* Writes the Markdown report: the header (command, machine, method), one table per group of
- * rows (host side, guest) with cells "value (NN%)", then p99 latency and CPU tables and the
- * legend. Returns 0 or -EIO on a write error. */
+/* Writes the Markdown report: the title and command; "What this run shows" (per group of
+ * rows, each column's best row, best diskgate row and serve's default rows with their share
+ * of the best; a note first when the cells are single runs); the method (machine, tools);
+ * one table per group of rows (host side, RBD, guest) with cells "value (NN%)" and column
+ * headers naming their unit, then p99 latency and CPU tables and the legend. Rows running
+ * serve's default configuration are flagged "(default)". Returns 0 or -EIO on a write
+ * error. */
 int bench_report_md_write(FILE *f, const struct bench_results *r);
 
 /* Writes the JSON report (options, machine, every cell with its medians and every run).
  * Returns 0, -ENOMEM, or -EIO on a write error. */
 int bench_report_json_write(FILE *f, const struct bench_results *r);
 
-/* Writes the SVG chart: one group of bars per workload, one bar per configuration, heights in
- * % of the group's baseline row (host rows and guest rows in two panels). Returns 0 or -EIO. */
+/* Writes the SVG chart: a header naming the profile, the date (of r->started) and the machine;
+ * one group of bars per workload (labelled with its unit), one bar per configuration, heights
+ * in % of the group's baseline row, the measured value written above each bar (one panel
+ * per group of rows); serve's default rows flagged in the legend. Returns 0 or -EIO. */
 int bench_report_svg_write(FILE *f, const struct bench_results *r);
 
 #endif

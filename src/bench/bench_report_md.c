@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* bench_report_md.c: the Markdown report, and the number formats every report shares. */
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -172,13 +173,34 @@ static void cell_text(const struct bench_cell *cell, enum table_kind kind, unsig
   }
 }
 
+/* The unit of a column in a table of `kind`: "IOPS", "MB/s", "p99", "CPU-s/1K I/Os". */
+static const char *column_unit(const struct bench_workload *wl, enum table_kind kind)
+{
+  switch (kind) {
+  case TABLE_VALUE:
+    break;
+  case TABLE_P99:
+    return "p99";
+  case TABLE_CPU:
+    return wl->kind == BENCH_WL_COPY ? "CPU-s/GiB" : "CPU-s/1K I/Os";
+  }
+  return bench_workloads_unit_label(wl->unit);
+}
+
+/* A row's name as the tables show it: serve's default configuration flagged. */
+static void row_name(const struct bench_config *cfg, char *buf, size_t len)
+{
+  bench_fmt(buf, len, "%s%s", cfg->name,
+            bench_configs_is_serve_default(cfg) ? " **(default)**" : "");
+}
+
 static void write_table(FILE *f, const struct bench_results *r, enum bench_group group,
                         enum table_kind kind)
 {
   fputs("| config |", f);
   for (size_t w = 0; w < r->nworkloads; w++) {
     if (column_used(r, w, group)) {
-      fprintf(f, " %s |", r->workloads[w]->title);
+      fprintf(f, " %s, %s |", r->workloads[w]->title, column_unit(r->workloads[w], kind));
     }
   }
   fputs("\n|---|", f);
@@ -192,7 +214,10 @@ static void write_table(FILE *f, const struct bench_results *r, enum bench_group
     if (bench_configs_group(r->configs[c]) != group) {
       continue;
     }
-    fprintf(f, "| %s |", r->configs[c]->name);
+    char name[128];
+
+    row_name(r->configs[c], name, sizeof(name));
+    fprintf(f, "| %s |", name);
     for (size_t w = 0; w < r->nworkloads; w++) {
       char text[128];
 
@@ -208,6 +233,146 @@ static void write_table(FILE *f, const struct bench_results *r, enum bench_group
   fputc('\n', f);
 }
 
+/* The row of the group with the highest value in column w (among diskgate rows only when
+ * dg_only), or -1 when no such cell succeeded. */
+static long best_row(const struct bench_results *r, enum bench_group group, size_t w,
+                     bool dg_only)
+{
+  long best = -1;
+
+  for (size_t c = 0; c < r->nconfigs; c++) {
+    const struct bench_cell *cell = &r->cells[c * r->nworkloads + w];
+
+    if (bench_configs_group(r->configs[c]) != group || cell->state != BENCH_CELL_DONE ||
+        (dg_only && r->configs[c]->server != BENCH_SERVER_DISKGATE)) {
+      continue;
+    }
+    if (best < 0 || cell->value > r->cells[(size_t)best * r->nworkloads + w].value) {
+      best = (long)c;
+    }
+  }
+  return best;
+}
+
+static bool group_has(const struct bench_results *r, enum bench_group group, bool dg_default)
+{
+  for (size_t c = 0; c < r->nconfigs; c++) {
+    if (bench_configs_group(r->configs[c]) == group &&
+        (dg_default ? bench_configs_is_serve_default(r->configs[c])
+                    : r->configs[c]->server == BENCH_SERVER_DISKGATE)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+static bool has_loop_rows(const struct bench_results *r)
+{
+  for (size_t c = 0; c < r->nconfigs; c++) {
+    if (r->configs[c]->kind != BENCH_CFG_GUEST && bench_configs_on_loop(r->configs[c])) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/* One line of the summary: a column, its best row, its best diskgate row, and the figure
+ * of each of serve's default rows with its share of the best. */
+static void write_summary_line(FILE *f, const struct bench_results *r, enum bench_group group,
+                               size_t w, bool dg)
+{
+  const struct bench_workload *wl = r->workloads[w];
+  long best = best_row(r, group, w, false), best_dg = best_row(r, group, w, true);
+  char v[40], pct[40];
+
+  fprintf(f, "| %s, %s |", wl->title, bench_workloads_unit_label(wl->unit));
+  for (int k = 0; k < (dg ? 2 : 1); k++) {
+    long b = k == 0 ? best : best_dg;
+
+    if (b < 0) {
+      fputs(" - |", f);
+      continue;
+    }
+    bench_report_fmt_value(r->cells[(size_t)b * r->nworkloads + w].value, wl->unit, v,
+                           sizeof(v));
+    fprintf(f, " `%s`: %s |", r->configs[b]->name, v);
+  }
+  for (size_t c = 0; c < r->nconfigs; c++) {
+    const struct bench_cell *cell = &r->cells[c * r->nworkloads + w];
+
+    if (bench_configs_group(r->configs[c]) != group ||
+        !bench_configs_is_serve_default(r->configs[c])) {
+      continue;
+    }
+    if (cell->state != BENCH_CELL_DONE) {
+      fprintf(f, " %s |", cell->state == BENCH_CELL_NA ? "-" : "failed");
+      continue;
+    }
+    assert(best >= 0); /* this cell is done, so the column has a best row */
+    bench_report_fmt_value(cell->value, wl->unit, v, sizeof(v));
+    bench_report_fmt_pct(100.0 * cell->value / r->cells[(size_t)best * r->nworkloads + w].value,
+                         pct, sizeof(pct));
+    fprintf(f, " %s (%s of best) |", v, pct);
+  }
+  fputc('\n', f);
+}
+
+/* The opening of the report: the best row of each column, serve's default rows beside it,
+ * and whether the figures are medians or single runs. */
+static void write_summary(FILE *f, const struct bench_results *r, int ngroups)
+{
+  static const char *const label[BENCH_GROUP_COUNT] = { "Host and NBD rows", "RBD rows",
+                                                        "Guest rows" };
+
+  fputs("## What this run shows\n\n", f);
+  if (r->opts.runs == 1) {
+    fputs("> **One run per cell (runs=1): these figures are indicative only.** Run again with "
+          "`--runs 3` or more to get medians before choosing a configuration.\n\n", f);
+  }
+  fprintf(f, "The best row of each column (higher is better in every column: IOPS or MB/s). "
+          "**(default)** marks what `diskgate serve` does with no options (`--sync full "
+          "--cache writeback`, the default engine) over the transport and backing its row "
+          "names%s.\n\n", has_loop_rows(r) ? "; `host-dev-*` and `diskgate-dev-*` rows run on "
+          "a loop device over the test file (a block device, as a partition would be), the "
+          "others on the file itself" : "");
+  for (int g = 0; g < BENCH_GROUP_COUNT; g++) {
+    bool dg = group_has(r, (enum bench_group)g, false);
+
+    if (!group_has_rows(r, (enum bench_group)g)) {
+      continue;
+    }
+    if (ngroups > 1) {
+      fprintf(f, "%s:\n\n", label[g]);
+    }
+    fprintf(f, "| column | best row |%s", dg ? " best diskgate row |" : "");
+    for (size_t c = 0; c < r->nconfigs; c++) {
+      if (bench_configs_group(r->configs[c]) == (enum bench_group)g &&
+          bench_configs_is_serve_default(r->configs[c])) {
+        fprintf(f, " `%s` (default) |", r->configs[c]->name);
+      }
+    }
+    fputs("\n|---|---|", f);
+    fputs(dg ? "---|" : "", f);
+    for (size_t c = 0; c < r->nconfigs; c++) {
+      if (bench_configs_group(r->configs[c]) == (enum bench_group)g &&
+          bench_configs_is_serve_default(r->configs[c])) {
+        fputs("---:|", f);
+      }
+    }
+    fputc('\n', f);
+    for (size_t w = 0; w < r->nworkloads; w++) {
+      if (column_used(r, w, (enum bench_group)g)) {
+        write_summary_line(f, r, (enum bench_group)g, w, dg);
+      }
+    }
+    fputc('\n', f);
+  }
+  if (!group_has(r, BENCH_GROUP_HOST, true) && !group_has(r, BENCH_GROUP_RBD, true)) {
+    fputs("No row of this run is serve's default configuration (add "
+          "`diskgate-unix-writeback-full` to `--configs` to see it).\n\n", f);
+  }
+}
+
 static bool has_copy(const struct bench_results *r)
 {
   for (size_t w = 0; w < r->nworkloads; w++) {
@@ -218,7 +383,7 @@ static bool has_copy(const struct bench_results *r)
   return false;
 }
 
-static void write_header(FILE *f, const struct bench_results *r)
+static void write_header(FILE *f, const struct bench_results *r, int ngroups)
 {
   const struct bench_machine *m = &r->machine;
   const struct bench_opts *o = &r->opts;
@@ -237,6 +402,8 @@ static void write_header(FILE *f, const struct bench_results *r)
 
   fprintf(f, "# diskgate bench: profile %s%s\n\n", o->profile, chosen);
   fprintf(f, "`%s`\n\n", r->command);
+  write_summary(f, r, ngroups);
+  fputs("## How it was measured\n\n", f);
   fprintf(f, "- Machine: %s, %u cores, %.1f GiB RAM, %s; `--dir` on %s (%s)\n", m->cpu_model,
           m->cores, (double)m->mem_bytes / (double)(1ull << 30), m->kernel, m->dir_fs,
           m->dir_dev);
@@ -266,8 +433,9 @@ static void write_header(FILE *f, const struct bench_results *r)
             "onto a fresh ext4 on the disk under test, then syncfs; NBD rows reach the export "
             "through nbdfuse and a loop device\n", r->tree_files, copy);
   }
-  fprintf(f, "- Cells: IOPS for 4K jobs (read + write), MB/s (10^6 B/s) for 1M jobs%s; (NN%%) "
-          "is the share of the group's baseline row in the same column\n\n",
+  fprintf(f, "- Cells: IOPS for 4K jobs (read + write), MB/s (10^6 B/s) for 1M jobs%s, "
+          "higher is better; (NN%%) is the share of the group's baseline row in the same "
+          "column; **(default)** flags serve's default configuration\n\n",
           has_copy(r) ? ", MiB/s for the copy" : "");
 }
 
@@ -277,9 +445,9 @@ int bench_report_md_write(FILE *f, const struct bench_results *r)
     enum table_kind kind;
     const char *title;
   } extra[] = {
-    { TABLE_P99, "p99 completion latency (fsync: p99 of the flushes)" },
-    { TABLE_CPU, "CPU-seconds per 1K I/Os, server process + client (fio, or the QEMU process "
-                 "for guest rows); copy: CPU-seconds per GiB" },
+    { TABLE_P99, "p99 completion latency, lower is better (fsync: p99 of the flushes)" },
+    { TABLE_CPU, "CPU-seconds per 1K I/Os, lower is better: server process + client (fio, or "
+                 "the QEMU process for guest rows); copy: CPU-seconds per GiB" },
   };
   bool groups[BENCH_GROUP_COUNT];
   const char *accel = r->machine.accel[0] != '\0' ? r->machine.accel : "not run";
@@ -289,7 +457,7 @@ int bench_report_md_write(FILE *f, const struct bench_results *r)
     groups[g] = group_has_rows(r, (enum bench_group)g);
     ngroups += groups[g];
   }
-  write_header(f, r);
+  write_header(f, r, ngroups);
   for (int g = 0; g < BENCH_GROUP_COUNT; g++) {
     long base = bench_stats_baseline_row(r, (enum bench_group)g);
 
@@ -297,18 +465,21 @@ int bench_report_md_write(FILE *f, const struct bench_results *r)
       continue;
     }
     if (g == BENCH_GROUP_HOST && base >= 0) {
-      fprintf(f, "## Host and NBD rows (%% of `%s`)\n\n", r->configs[base]->name);
-    } else if (g == BENCH_GROUP_HOST) {
-      fputs("## Host and NBD rows (no `host` row selected, so no percentages)\n\n", f);
-    } else if (g == BENCH_GROUP_RBD && base >= 0) {
-      fprintf(f, "## RBD rows (%% of `%s`: the same image, the same cluster)\n\n",
+      fprintf(f, "## Host and NBD rows: throughput, higher is better (%% of `%s`)\n\n",
               r->configs[base]->name);
+    } else if (g == BENCH_GROUP_HOST) {
+      fputs("## Host and NBD rows: throughput, higher is better (no `host` row selected, so no "
+            "percentages)\n\n", f);
+    } else if (g == BENCH_GROUP_RBD && base >= 0) {
+      fprintf(f, "## RBD rows: throughput, higher is better (%% of `%s`: the same image, the "
+              "same cluster)\n\n", r->configs[base]->name);
     } else if (g == BENCH_GROUP_RBD) {
-      fprintf(f, "## RBD rows (no `%s` row selected, so no percentages)\n\n",
-              bench_configs_group_baseline(BENCH_GROUP_RBD));
+      fprintf(f, "## RBD rows: throughput, higher is better (no `%s` row selected, so no "
+              "percentages)\n\n", bench_configs_group_baseline(BENCH_GROUP_RBD));
     } else {
-      fprintf(f, "## Guest rows (QEMU accel=%s; %% of `%s`, not comparable with the host line)"
-              "\n\n", accel, base >= 0 ? r->configs[base]->name : "-");
+      fprintf(f, "## Guest rows: throughput, higher is better (QEMU accel=%s; %% of `%s`, not "
+              "comparable with the host line)\n\n", accel,
+              base >= 0 ? r->configs[base]->name : "-");
     }
     write_table(f, r, (enum bench_group)g, TABLE_VALUE);
   }
@@ -329,7 +500,9 @@ int bench_report_md_write(FILE *f, const struct bench_results *r)
   }
   fputs("## Configurations\n\n", f);
   for (size_t c = 0; c < r->nconfigs; c++) {
-    fprintf(f, "- `%s`: %s\n", r->configs[c]->name, r->configs[c]->title);
+    fprintf(f, "- `%s`%s: %s\n", r->configs[c]->name,
+            bench_configs_is_serve_default(r->configs[c]) ? " **(default)**" : "",
+            r->configs[c]->title);
   }
   return ferror(f) ? -EIO : 0;
 }

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* bench_report_svg.c: a grouped bar chart (one group per workload, % of the baseline row). */
+/* bench_report_svg.c: a grouped bar chart (one group per workload, % of the baseline row),
+ * each bar labelled with its measured value, under a header naming the profile, the date and
+ * the machine. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -8,12 +10,14 @@
 #include "bench/bench_configs.h"
 #include "bench/bench_report.h"
 #include "bench/bench_stats.h"
+#include "bench/bench_workloads.h"
 
 #define BAR_W 14
 #define GROUP_GAP 24
 #define PLOT_H 260
 #define LEFT 56
-#define TOP 40
+#define TOP 96     /* panel title, then room for the value labels above the tallest bars */
+#define HEADER 62  /* the chart's header: profile, date, machine; how to read the bars */
 #define LEGEND_LINE 16
 
 static const char *const palette[] = {
@@ -97,7 +101,8 @@ static int group_width(const struct bench_results *r, size_t n)
   int w = (int)n * BAR_W;
 
   for (size_t i = 0; i < r->nworkloads; i++) {
-    int lw = (int)strlen(r->workloads[i]->name) * 6;
+    int lw = (int)(strlen(r->workloads[i]->name) +
+                   strlen(bench_workloads_unit_label(r->workloads[i]->unit)) + 3) * 6;
 
     if (lw > w) {
       w = lw;
@@ -112,6 +117,47 @@ static int panel_width(const struct bench_results *r, enum bench_group group)
   size_t n = group_rows(r, group, rows);
 
   return LEFT + (int)panel_columns(r, rows, n, cols) * group_width(r, n) + 20;
+}
+
+/* Writes a bar's value ("84.7K", "2374 MB/s") upwards from (x, y), just above the bar. */
+static void write_bar_label(FILE *f, const struct bench_cell *cell, int x, int y)
+{
+  char v[40];
+
+  bench_report_fmt_value(cell->value, cell->wl->unit, v, sizeof(v));
+  fprintf(f, "<text class=\"value\" x=\"%d\" y=\"%d\" font-size=\"9\" "
+          "transform=\"rotate(-90 %d %d)\">", x, y, x, y);
+  put_escaped(f, v);
+  fputs("</text>\n", f);
+}
+
+/* Writes the chart's header: profile, date and machine, and whether the cells are single
+ * runs. */
+static void write_header(FILE *f, const struct bench_results *r)
+{
+  const struct bench_machine *m = &r->machine;
+  char line[512];
+
+  snprintf(line, sizeof(line), "diskgate bench: profile %s, %.10s",
+           r->opts.profile != NULL ? r->opts.profile : "?", r->started);
+  fprintf(f, "<text x=\"8\" y=\"18\" font-size=\"14\" font-weight=\"bold\">");
+  put_escaped(f, line);
+  fputs("</text>\n", f);
+  snprintf(line, sizeof(line), "%s (%u cores), %s", m->cpu_model[0] ? m->cpu_model : "unknown CPU",
+           m->cores, m->kernel);
+  fprintf(f, "<text x=\"8\" y=\"36\" font-size=\"11\">");
+  put_escaped(f, line);
+  fputs("</text>\n", f);
+  if (r->opts.runs == 1) {
+    snprintf(line, sizeof(line), "one run per cell (runs=1): indicative only; "
+             "%u s runs, test file on %s", r->opts.runtime_s, m->dir_fs);
+  } else {
+    snprintf(line, sizeof(line), "medians of %u runs of %u s per cell; test file on %s",
+             r->opts.runs, r->opts.runtime_s, m->dir_fs);
+  }
+  fprintf(f, "<text x=\"8\" y=\"52\" font-size=\"11\">");
+  put_escaped(f, line);
+  fputs("</text>\n", f);
 }
 
 /* Draws one panel with its top at y0; returns its height. */
@@ -136,6 +182,8 @@ static int write_panel(FILE *f, const struct bench_results *r, enum bench_group 
   }
   put_escaped(f, base >= 0 ? r->configs[base]->name : "(no baseline selected)");
   fputs("</text>\n", f);
+  fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"11\">bar height: %% of that row, higher is "
+          "better; above each bar: the measured value</text>\n", LEFT, y0 + 36);
   for (double t = 0; t <= max + 0.1; t += max > 200 ? 100 : 25) {
     int y = py + PLOT_H - (int)lround(t / max * PLOT_H);
 
@@ -167,11 +215,12 @@ static int write_panel(FILE *f, const struct bench_results *r, enum bench_group 
               palette[i % (sizeof(palette) / sizeof(palette[0]))]);
       put_escaped(f, cell->cfg->name);
       fprintf(f, " / %s: %.1f%%</title></rect>\n", cell->wl->name, cell->pct);
+      write_bar_label(f, cell, gx + (int)i * BAR_W + (BAR_W - 2) / 2 + 3, py + PLOT_H - h - 3);
     }
     fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\">", gx + (int)n *
             BAR_W / 2, py + PLOT_H + 14);
     put_escaped(f, r->workloads[w]->name);
-    fputs("</text>\n", f);
+    fprintf(f, " (%s)</text>\n", bench_workloads_unit_label(r->workloads[w]->unit));
   }
   for (size_t i = 0; i < n; i++) {
     int ly = py + PLOT_H + 32 + (int)i * LEGEND_LINE;
@@ -180,7 +229,8 @@ static int write_panel(FILE *f, const struct bench_results *r, enum bench_group 
             palette[i % (sizeof(palette) / sizeof(palette[0]))]);
     fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"11\">", LEFT + 16, ly);
     put_escaped(f, r->configs[rows[i]]->name);
-    fputs("</text>\n", f);
+    fputs(bench_configs_is_serve_default(r->configs[rows[i]])
+            ? " (default: diskgate serve with no options)</text>\n" : "</text>\n", f);
   }
   return TOP + PLOT_H + 32 + (int)n * LEGEND_LINE + 10;
 }
@@ -189,7 +239,7 @@ int bench_report_svg_write(FILE *f, const struct bench_results *r)
 {
   size_t rows[BENCH_MAX_CONFIGS];
   size_t n[BENCH_GROUP_COUNT];
-  int width = 400, height = 0, y = 0;
+  int width = 560, height = HEADER, y = HEADER;
 
   for (int g = 0; g < BENCH_GROUP_COUNT; g++) {
     int w = panel_width(r, (enum bench_group)g);
@@ -205,6 +255,7 @@ int bench_report_svg_write(FILE *f, const struct bench_results *r)
   fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
           "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">\n", width, height, width, height);
   fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+  write_header(f, r);
   for (int g = 0; g < BENCH_GROUP_COUNT; g++) {
     if (n[g] > 0) {
       y += write_panel(f, r, (enum bench_group)g, y);

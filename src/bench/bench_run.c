@@ -94,8 +94,7 @@ static int target_up(struct bench_env *env, const struct bench_config *cfg, unsi
   t->filename = env->file;
   bench_env_out_path(env, "logs", "blockdev.log", log, sizeof(log));
   bench_fmt(tag, sizeof(tag), "r%u-%s", round + 1, cfg->name);
-  if (cfg->kind == BENCH_CFG_HOST_DEV ||
-      (cfg->kind == BENCH_CFG_GUEST && cfg->backing == BENCH_GUEST_LOOP)) {
+  if (bench_configs_on_loop(cfg)) {
     rc = bench_blockdev_loop_attach(env->file, cfg->sector != 0 ? cfg->sector : 4096, true, log,
                                     t->loop, sizeof(t->loop));
     if (rc < 0) {
@@ -103,13 +102,15 @@ static int target_up(struct bench_env *env, const struct bench_config *cfg, unsi
               log);
       return rc;
     }
-    t->filename = t->loop;
+    t->filename = t->loop; /* what fio (host-dev) or QEMU (guest loop) opens */
   }
   if (bench_rbd_is_row(cfg) && !bench_rbd_ready(env)) {
     return -ENODEV;
   }
   if (cfg->server != BENCH_SERVER_NONE) {
-    rc = bench_server_start(env, cfg, env->file, tag, &t->srv);
+    /* a diskgate row over a loop device exports the device, fio still talks NBD */
+    rc = bench_server_start(env, cfg, cfg->kind == BENCH_CFG_NBD && t->loop[0] != '\0'
+                                        ? t->loop : env->file, tag, &t->srv);
     if (rc < 0) {
       return rc;
     }

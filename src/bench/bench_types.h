@@ -93,7 +93,8 @@ struct bench_config {
                                       * rows: NULL (O_DIRECT, one I/O per submit), "batched"
                                       * (O_DIRECT, whole queue per submit) or "writeback"
                                       * (the page cache, fio direct=0) */
-  unsigned sector;                   /* host-dev: logical sector size of the loop device */
+  unsigned sector;                   /* host-dev rows, and NBD rows over a loop device: the
+                                        loop device's logical sector size; 0 = on the file */
   enum bench_guest_backing backing;  /* guest rows */
   bool nvme;                         /* guest rows: emulated NVMe instead of virtio-blk */
   const char *qemu_cache;            /* guest rows on the file: QEMU -drive cache options */

@@ -1,21 +1,20 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# tests/bench/e2e-cases.sh: the lab's defects a tester found (2026-11-30), each run for real
-# with 1-second jobs on a 16-32 MiB file:
-#  - a second copy run in the same --dir found the first run's manifest without its tree and
-#    failed every copy cell (cleanup left diskgate-bench-tree.manifest behind);
-#  - two labs in one --dir rewrote and deleted each other's test file (now: exit 2);
-#  - a --dir with ':' failed the host row (fio splits filename= at ':');
-#  - a TMPDIR with a space failed every NBD row (the socket path went unencoded into the URI);
-#  - a Ctrl-C during a run reported "some runs failed" and exit 1 (now: 'interrupted', 130);
-#  - --out on a full file system said "Invalid argument"/"Input/output error" and printed no
-#    table (now: the table on stdout, the reason named);
-#  - the space check of --dir counted the copy tree when the copy test was not selected;
-#  - not root: the copy tree was made and described although the copy test was skipped;
-#  - the recorded command was not quoted (an empty or spaced argument vanished or split);
-#  - a --copy-size over 60% of --size stopped a run that did not select the copy test;
-#  - (a new user, 2026-12-01) one run was "medians of 1 run", and the cells' line named the
-#    copy's unit with no copy column; a run chosen by --configs was titled "profile quick".
+# tests/bench/e2e-cases.sh: the lab's edge cases, each run for real with 1-second jobs on a
+# 16-32 MiB file:
+#  - a second copy run in the same --dir makes the tree again (cleanup leaves no
+#    diskgate-bench-tree.manifest behind);
+#  - two labs never share one --dir: the second exits 2;
+#  - a --dir with ':' works for the host row (fio splits filename= at ':');
+#  - a TMPDIR with a space works for NBD rows (the socket path is encoded in the URI);
+#  - a Ctrl-C during a run reports 'interrupted' and exits 130;
+#  - --out on a full file system names the reason and still prints the table on stdout;
+#  - the space check of --dir counts the copy tree only when the copy test is selected;
+#  - not root: the copy tree is neither made nor described when the copy test is skipped;
+#  - the recorded command is quoted (an empty or spaced argument neither vanishes nor splits);
+#  - a --copy-size over 60% of --size stops only a run that selects the copy test;
+#  - one run is "one run", not "medians of 1 run"; the cells' line names the copy's unit only
+#    with a copy column; a run chosen by --configs says so in its title.
 source "$SRCDIR/tests/lib.sh"
 
 quick=(--runs 1 --runtime 1 --size 16M)
@@ -107,7 +106,7 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
   grep -q 'not root, so the copy test is skipped' "$T/nr.err" || fail "not root: no note"
   ! grep -q 'making the copy tree' "$T/nr.err" || fail "not root: the copy tree was made"
   ! grep -q '^- Copy test' "$T/nr/out/bench.md" || fail "not root: bench.md describes the copy test"
-  grep -qx '| config | 4K randread QD32 |' "$T/nr/out/bench.md" || fail "not root: a copy column"
+  grep -qx '| config | 4K randread QD32, IOPS |' "$T/nr/out/bench.md" || fail "not root: a copy column"
 fi
 
 # 9. the recorded command takes the arguments back as given.

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # tests/bench/e2e-quick.sh: `diskgate bench --profile quick` end to end, with 2-second runs on a
-# small file: the three outputs exist, the Markdown table has one row per configuration and one
-# column per workload, every number in it and in the JSON is positive, and --render gives the
-# same table back from the JSON.
+# small file and no --dir: the three outputs exist, the report opens with the best row per
+# column beside serve's default rows (flagged) and the one-run note, the Markdown table has one
+# row per configuration and one column per workload (named with its unit), every number in it
+# and in the JSON is positive, the SVG labels every bar, the test file's temporary folder is
+# gone and nothing lands in the working directory, and --render gives the same table back.
 source "$SRCDIR/tests/lib.sh"
 
 out=$T/out
 rc=0
-"$DISKGATE" bench --profile quick --runtime 2 --size 64M --dir "$T" --out "$out" \
-  >"$T/stdout" 2>"$T/stderr" || rc=$?
+mkdir "$T/cwd"
+(cd "$T/cwd" && "$DISKGATE" bench --profile quick --runtime 2 --size 64M --out "$out" \
+  >"$T/stdout" 2>"$T/stderr") || rc=$?
 if [ "$rc" -ne 0 ]; then
   cat "$T/stderr" >&2
   for f in "$out"/logs/*; do [ -f "$f" ] && { echo "--- $f" >&2; tail -n 20 "$f" >&2; }; done
@@ -20,14 +23,16 @@ for f in bench.md bench.json bench.svg; do
 done
 grep -q '^\[1/[0-9]*\] host / ' "$T/stderr" || fail "no progress lines on stderr"
 grep -q 'remaining ~' "$T/stderr" || fail "progress lines lack the remaining time"
-[ ! -e "$T/diskgate-bench.img" ] || fail "the test file was left behind"
+[ -z "$(ls -A "$T/cwd")" ] || fail "the lab wrote into the working directory: $(ls -A "$T/cwd")"
 
 # The configurations quick runs (loop devices need root).
-expected=(host host-dev-4k diskgate-unix-direct-full qemu-nbd-unix nbdkit-unix)
-[ "$(id -u)" -eq 0 ] || expected=(host diskgate-unix-direct-full qemu-nbd-unix nbdkit-unix)
+expected=(host host-dev-4k diskgate-unix-direct-full diskgate-unix-writeback-full
+          diskgate-dev-unix-writeback-full qemu-nbd-unix nbdkit-unix)
+[ "$(id -u)" -eq 0 ] || expected=(host diskgate-unix-direct-full diskgate-unix-writeback-full
+                                  qemu-nbd-unix nbdkit-unix)
 
 $PY - "$out" "${expected[@]}" <<'PYEOF' || fail "the report's shape or numbers are wrong"
-import json, re, sys
+import json, os, re, sys
 
 out, expected = sys.argv[1], sys.argv[2:]
 md = open(out + "/bench.md", encoding="utf-8").read()
@@ -49,9 +54,35 @@ def check(cond, what):
         print("e2e-quick: " + what, file=sys.stderr)
         sys.exit(1)
 
-main = table("## Host and NBD rows (% of `host`)")
-check(main[0] == ["config", "1M seqread QD4", "4K randread QD32"], "header %r" % main[0])
+DEFAULT = " **(default)**"
+defaults = [n for n in expected if n.endswith("-writeback-full")]
+heads = [l for l in md.splitlines() if l.startswith("## ")]
+check(heads[0] == "## What this run shows", "the report opens with %r" % heads[0])
+opening = md[:md.index("## How it was measured")]
+check("> **One run per cell (runs=1): these figures are indicative only.**" in opening,
+      "no one-run note")
+summary = table("## What this run shows")
+check(summary[0] == ["column", "best row", "best diskgate row"] +
+      ["`%s` (default)" % n for n in defaults], "summary header %r" % summary[0])
+check([r[0] for r in summary[2:]] == ["1M seqread QD4, MB/s", "4K randread QD32, IOPS"],
+      "summary columns %r" % [r[0] for r in summary[2:]])
+for r in summary[2:]:
+    best = re.match(r"^`([a-z0-9-]+)`: (\d+(\.\d+)?)", r[1])
+    check(best is not None and best.group(1) in expected, "best row %r" % r[1])
+    check(re.match(r"^`diskgate-[a-z0-9-]+`: \d", r[2]) is not None, "best diskgate %r" % r[2])
+    for c in r[3:]:
+        check(re.match(r"^\d+(\.\d+)?([KM]| MB/s) \(\d+(\.\d+)?% of best\)$", c) is not None,
+              "default cell %r" % c)
+
+main = table("## Host and NBD rows: throughput, higher is better (% of `host`)")
+check(main[0] == ["config", "1M seqread QD4, MB/s", "4K randread QD32, IOPS"],
+      "header %r" % main[0])
 check(set(main[1]) <= {"---", "---:"}, "separator %r" % main[1])
+check([r[0] for r in main[2:] if r[0].endswith(DEFAULT)] == [n + DEFAULT for n in defaults],
+      "flagged rows %r" % [r[0] for r in main[2:]])
+for rows in (main,):
+    for r in rows[2:]:
+        r[0] = r[0].replace(DEFAULT, "")
 check([r[0] for r in main[2:]] == expected, "rows %r" % [r[0] for r in main[2:]])
 cell = re.compile(r"^(\d+(\.\d+)?)([KM]| MB/s) \((\d+(\.\d+)?)%\)$")
 for r in main[2:]:
@@ -63,7 +94,9 @@ for r in main[2:]:
 check(main[2][1].endswith("(100%)") and main[2][2].endswith("(100%)"), "host is not 100%")
 for title in ("## p99", "## CPU-seconds"):
     rows = table(title)
-    check([r[0] for r in rows[2:]] == expected, "%s rows" % title)
+    check(" lower is better" in next(l for l in md.splitlines() if l.startswith(title)),
+          "%s: no direction" % title)
+    check([r[0].replace(DEFAULT, "") for r in rows[2:]] == expected, "%s rows" % title)
     for r in rows[2:]:
         for c in r[1:]:
             num = re.match(r"^(\d+(\.\d+)?(e-?\d+)?)", c)
@@ -71,6 +104,9 @@ for title in ("## p99", "## CPU-seconds"):
 
 data = json.load(open(out + "/bench.json"))
 check(data["options"]["profile"] == "quick", "profile")
+tmp = data["options"]["dir"]
+check(tmp.startswith("/var/tmp/diskgate-bench."), "--dir defaulted to %r" % tmp)
+check(not os.path.exists(tmp), "the temporary folder %s was left behind" % tmp)
 for key in ("cpu_model", "cores", "kernel", "dir_fs"):
     check(data["machine"][key], "machine lacks " + key)
 check(data["machine"]["versions"]["fio"].startswith("fio-"), "fio version")
@@ -91,6 +127,10 @@ for c in data["cells"]:
 svg = open(out + "/bench.svg").read()
 check(svg.startswith("<svg ") and svg.rstrip().endswith("</svg>"), "svg")
 check(svg.count("<title>") == 2 * len(expected), "svg bars: %d" % svg.count("<title>"))
+check(svg.count('<text class="value"') == 2 * len(expected), "svg bar labels")
+check(">diskgate bench: profile quick, " + data["started"][:10] + "</text>" in svg, "svg header")
+check(">read-1m (MB/s)</text>" in svg and ">randread-4k (IOPS)</text>" in svg, "svg columns")
+check(svg.count("(default: diskgate serve with no options)") == len(defaults), "svg legend")
 PYEOF
 # --render: the reports again from bench.json, identical Markdown
 "$DISKGATE" bench --render "$out/bench.json" --out "$T/again" >"$T/again.stdout" ||
@@ -104,12 +144,12 @@ bad_line() {
   assert_eq "$rc" 2 "exit status of $what"
   assert_eq "$(cat "$T/bad.err")" "$want" "the message for $what"
 }
-# --render of a file that is not there: the reason (it gave none)
+# --render of a file that is not there: one line with the reason
 bad_line "--render on a missing file" \
   "diskgate bench: cannot read $T/none.json: No such file or directory" \
   --render "$T/none.json" --out "$T/none"
 # an --out that cannot be made, or is a file, is a bad command line: exit 2 before anything
-# runs (it was 1)
+# runs
 bad_line "an --out that cannot be made" \
   "diskgate bench: cannot create --out /proc/none/out: No such file or directory" \
   --out /proc/none/out --size 16M --runtime 1

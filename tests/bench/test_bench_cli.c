@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -81,7 +82,7 @@ static void test_profile_defaults(void **state)
   assert_int_equal(o.runtime_s, 5);
   assert_int_equal(o.size, 256ull << 20);
   assert_near(o.ramp_s, 1.0, 1e-12);
-  assert_string_equal(o.dir, ".");
+  assert_null(o.dir); /* no --dir: a fresh folder under /var/tmp, never the cwd */
   assert_string_equal(o.out, "bench-out");
 
   assert_int_equal(parse(&o, err, sizeof(err), "--profile", "seeds", NULL), BENCH_CLI_OK);
@@ -178,8 +179,8 @@ static void test_bad_command_lines(void **state)
   }
 }
 
-/* Each kind of refused option is named as what it is (it used to say "needs a value" or
- * "unknown option '--keep=1'" for a value given to an option that takes none). */
+/* Each kind of refused option is named as what it is: a value given to an option that takes
+ * none is neither "needs a value" nor "unknown option '--keep=1'". */
 static void test_option_errors_name_the_fault(void **state)
 {
   static const char *const cases[][3] = {
@@ -189,7 +190,7 @@ static void test_option_errors_name_the_fault(void **state)
     { "--r", "3", "option '--r' is ambiguous (--runs, --runtime" },
     { "--frobnicate=2", NULL, "unknown option '--frobnicate'" },
     { "--fo\x02o", NULL, "unknown option '--fo\\x02o'" }, /* escaped once, not twice */
-    /* a forgotten value: `--dir --keep` made a directory named "--keep" */
+    /* a forgotten value: `--dir --keep` must not make a directory named "--keep" */
     { "--dir", "--keep", "diskgate bench: option '--dir' needs a value, not the option "
                          "'--keep'; write --dir=--keep if that is the value (see diskgate bench --help)" },
   };
@@ -230,7 +231,7 @@ static int copy_size_check(const struct bench_opts *o, char **printed)
 }
 
 /* --copy-size is checked against --size only when the copy test runs: the parser accepts
- * 10M with a 16M file (it used to exit 2 even for a run of other workloads), and
+ * 10M with a 16M file (a run of other workloads goes ahead), and
  * bench_cli_check_copy_size refuses it with one line; 9M (under 60%) passes. */
 static void test_copy_size_checked_apart(void **state)
 {
@@ -362,6 +363,40 @@ static void test_profile_rbd(void **state)
   assert_int_equal(o.size, 64ull << 20);
 }
 
+/* --profile quick answers "which backing, which mode?": serve's default configuration (no
+ * options) on the file and on a loop device, beside the host's file and block-device rows;
+ * the O_DIRECT mode beside the default. */
+static void test_profile_quick_has_serve_default(void **state)
+{
+  static struct bench_results r;
+  struct bench_opts o;
+  bool dflt_file = false, dflt_dev = false, host_dev = false, direct = false;
+
+  (void)state;
+  memset(&o, 0, sizeof(o));
+  o.profile = "quick";
+  assert_int_equal(bench_profiles_select(&o, &r, stderr), 0);
+  for (size_t c = 0; c < r.nconfigs; c++) {
+    const struct bench_config *cfg = r.configs[c];
+    bool loop = bench_configs_on_loop(cfg);
+
+    dflt_file |= bench_configs_is_serve_default(cfg) && !loop;
+    dflt_dev |= bench_configs_is_serve_default(cfg) && loop;
+    host_dev |= cfg->kind == BENCH_CFG_HOST_DEV;
+    direct |= cfg->server == BENCH_SERVER_DISKGATE && strcmp(cfg->cache_mode, "direct") == 0;
+  }
+  assert_true(dflt_file);
+  if (geteuid() == 0) { /* loop rows are skipped for other users */
+    assert_true(dflt_dev);
+    assert_true(host_dev);
+  }
+  assert_true(direct);
+  assert_true(bench_configs_is_serve_default(bench_configs_find("diskgate-tcp-writeback-full")));
+  assert_false(bench_configs_is_serve_default(bench_configs_find("diskgate-unix-direct-full")));
+  assert_false(bench_configs_is_serve_default(bench_configs_find("diskgate-unix-writeback-none")));
+  assert_false(bench_configs_is_serve_default(bench_configs_find("qemu-nbd-unix")));
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -374,6 +409,7 @@ int main(void)
     cmocka_unit_test(test_copy_size_checked_apart),
     cmocka_unit_test(test_select),
     cmocka_unit_test(test_profile_rbd),
+    cmocka_unit_test(test_profile_quick_has_serve_default),
   };
 
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -27,13 +27,16 @@
 #error "BENCH_EXPECTED must name tests/bench/expected"
 #endif
 
+/* the last row is serve's default configuration (the report flags it) */
 static const char *const cfg_names[] = { "host", "qemu-nbd-unix", "nbdkit-unix",
-                                          "guest-virtio-file", "guest-9p" };
+                                          "guest-virtio-file", "guest-9p",
+                                          "diskgate-unix-writeback-full" };
+#define NCFG (sizeof(cfg_names) / sizeof(cfg_names[0]))
 static const char *const wl_names[] = { "read-1m", "randread-4k", "randwrite-4k-qd8-fsync",
                                         "copy" };
 
 /* value, p99 µs, fsync p99 µs, CPU per unit for (config, workload); value 0 = failed */
-static const double figures[5][4][4] = {
+static const double figures[NCFG][4][4] = {
   { { 2374, 5600, 0, 0.0737 }, { 84700, 1600, 0, 0.00784 }, { 15000, 1800, 2800, 0.0452 },
     { 561, 0, 0, 1.12 } },
   { { 712.2, 11000, 0, 1.31 }, { 16093, 20000, 0, 0.0397 }, { 9450, 3900, 4000, 0.155 },
@@ -42,9 +45,11 @@ static const double figures[5][4][4] = {
   { { 1080, 19000, 0, 0.797 }, { 7050, 18000, 0, 0.191 }, { 1200, 21000, 25000, 0.9 },
     { 0, 0, 0, 0 } },
   { { 279, 30000, 0, 2.5 }, { 0, 0, 0, 0 }, { 0, 0, 0, 0 }, { 0, 0, 0, 0 } },
+  { { 2100, 4800, 0, 0.42 }, { 30500, 2900, 0, 0.031 }, { 11200, 2200, 3100, 0.081 },
+    { 301, 0, 0, 2.1 } },
 };
 
-static struct bench_cell cells[5 * 4];
+static struct bench_cell cells[NCFG * 4];
 
 static void make_results(struct bench_results *r)
 {
@@ -75,10 +80,10 @@ static void make_results(struct bench_results *r)
   r->tree_bytes = 536870912;
   r->tree_files = 1153;
   r->caches_dropped = true;
-  r->nconfigs = 5;
+  r->nconfigs = NCFG;
   r->nworkloads = 4;
   r->cells = cells;
-  for (size_t c = 0; c < 5; c++) {
+  for (size_t c = 0; c < NCFG; c++) {
     r->configs[c] = bench_configs_find(cfg_names[c]);
     assert_non_null(r->configs[c]);
   }
@@ -86,7 +91,7 @@ static void make_results(struct bench_results *r)
     r->workloads[w] = bench_workloads_find(wl_names[w]);
     assert_non_null(r->workloads[w]);
   }
-  for (size_t c = 0; c < 5; c++) {
+  for (size_t c = 0; c < NCFG; c++) {
     for (size_t w = 0; w < 4; w++) {
       struct bench_cell *cell = bench_results_cell(r, c, w);
       const double *f = figures[c][w];
@@ -188,9 +193,9 @@ static void test_markdown_matches_expected(void **state)
 }
 
 /* A cell of which only some runs succeeded, or that the lab did not reach in every round,
- * says so after its median ("[k of n runs]", n the runs asked for), and
- * a cell whose run was interrupted says "interrupted", not "failed" (a tester read a
- * one-run median as a three-run one, and a Ctrl-C as a failure). */
+ * says so after its median ("[k of n runs]", n the runs asked for), and a cell whose run was
+ * interrupted says "interrupted", not "failed": a one-run median never passes for a
+ * three-run one, nor a Ctrl-C for a failure. */
 static void test_partial_and_interrupted_cells(void **state)
 {
   struct bench_results r;
@@ -262,7 +267,7 @@ static void test_formats(void **state)
 }
 
 /* A run shorter than half a second (a copy-only run of a small tree) took "under 1s", not
- * "0s" (a new user, 2026-12-01). */
+ * "0s". */
 static void test_short_run_took_under_a_second(void **state)
 {
   struct bench_results r;
@@ -299,7 +304,7 @@ static void test_json_keeps_every_run(void **state)
     cJSON_GetObjectItem(cJSON_GetObjectItem(machine, "versions"), "fio")->valuestring,
     "fio-3.33");
   cells_j = cJSON_GetObjectItem(root, "cells");
-  assert_int_equal(cJSON_GetArraySize(cells_j), 20);
+  assert_int_equal(cJSON_GetArraySize(cells_j), NCFG * 4);
   cJSON_ArrayForEach(cell, cells_j) {
     const char *cfg = cJSON_GetObjectItem(cell, "config")->valuestring;
     const char *wl = cJSON_GetObjectItem(cell, "workload")->valuestring;
@@ -324,7 +329,7 @@ static void test_json_keeps_every_run(void **state)
     }
     ncells++;
   }
-  assert_int_equal(ncells, 20);
+  assert_int_equal(ncells, NCFG * 4);
   cJSON_Delete(root);
   free(text);
 }
@@ -333,7 +338,7 @@ static void test_svg_has_a_bar_per_cell(void **state)
 {
   struct bench_results r;
   char *svg;
-  int bars = 0;
+  int bars = 0, labels = 0;
 
   (void)state;
   make_results(&r);
@@ -345,9 +350,30 @@ static void test_svg_has_a_bar_per_cell(void **state)
       bars++;
     }
   }
-  /* done cells with a percentage: host 4, qemu-nbd 4, nbdkit 3, guest-virtio-file 3, 9p 1 */
-  assert_int_equal(bars, 15);
+  /* done cells with a percentage: host 4, qemu-nbd 4, nbdkit 3, guest-virtio-file 3, 9p 1,
+   * diskgate 4 */
+  assert_int_equal(bars, 19);
   assert_non_null(strstr(svg, "Guest rows (accel=tcg)"));
+  /* each bar labelled with its measured value, each column with its unit; the header names
+   * the profile, the date and the machine; serve's default row flagged in the legend */
+  for (const char *p = svg; (p = strstr(p, "<text class=\"value\"")) != NULL; p++) {
+    labels++;
+  }
+  assert_int_equal(labels, 19);
+  assert_non_null(strstr(svg, ")\">2374 MB/s</text>"));
+  assert_non_null(strstr(svg, ")\">84.7K</text>"));
+  assert_non_null(strstr(svg, ">read-1m (MB/s)</text>"));
+  assert_non_null(strstr(svg, ">randread-4k (IOPS)</text>"));
+  assert_non_null(strstr(svg, "higher is better"));
+  assert_non_null(strstr(svg, ">diskgate bench: profile seeds, 2026-11-30</text>"));
+  assert_non_null(strstr(svg, ">AMD EPYC (2 cores), Linux 6.1.0 x86_64</text>"));
+  assert_non_null(strstr(svg, ">medians of 3 runs of 10 s per cell"));
+  assert_non_null(strstr(svg, ">diskgate-unix-writeback-full (default: diskgate serve with no "
+                              "options)</text>"));
+  free(svg);
+  r.opts.runs = 1;
+  svg = render(bench_report_svg_write, &r);
+  assert_non_null(strstr(svg, ">one run per cell (runs=1): indicative only"));
   free(svg);
 }
 
@@ -419,16 +445,18 @@ static void test_rbd_group(void **state)
   md = render(bench_report_md_write, &r);
   assert_non_null(strstr(md, "- RBD rows: image rbd/diskgate-bench (1024 MiB) on a test "
                              "cluster\n"));
-  assert_non_null(strstr(md, "## RBD rows (% of `qemu-nbd-rbd`: the same image, the same "
-                             "cluster)\n\n| config | 1M seqread QD4 | 4K randread QD32 | "
-                             "4K randwrite QD8 fsync=1 |\n"));
+  assert_non_null(strstr(md, "## RBD rows: throughput, higher is better (% of `qemu-nbd-rbd`: "
+                             "the same image, the same cluster)\n\n| config | 1M seqread QD4, "
+                             "MB/s | 4K randread QD32, IOPS | 4K randwrite QD8 fsync=1, IOPS "
+                             "|\n"));
   /* 712.2 / 1116 MB/s; qemu-nbd-rbd's randread failed, so no percentage there */
   assert_non_null(strstr(md, "| diskgate-rbd | 712 MB/s (64%) | 16.1K | 9.45K (98%) |\n"));
   assert_non_null(strstr(md, "| qemu-nbd-rbd | 1116 MB/s (100%) | failed | 9.62K (100%) |\n"));
   assert_non_null(strstr(md, "RBD rows:\n\n| config |"));
-  assert_non_null(strstr(md, "## Host and NBD rows (% of `host`)\n\n| config | 1M seqread QD4 "
-                             "| 4K randread QD32 | 4K randwrite QD8 fsync=1 | copy tree + sync"
-                             " |\n|---|---:|---:|---:|---:|\n| host |"));
+  assert_non_null(strstr(md, "## Host and NBD rows: throughput, higher is better (% of `host`)"
+                             "\n\n| config | 1M seqread QD4, MB/s | 4K randread QD32, IOPS | "
+                             "4K randwrite QD8 fsync=1, IOPS | copy tree + sync, MiB/s |\n"
+                             "|---|---:|---:|---:|---:|\n| host |"));
   svg = render(bench_report_svg_write, &r);
   assert_non_null(strstr(svg, "RBD rows: % of qemu-nbd-rbd"));
   json_round_trip(&r, &loaded);
@@ -441,8 +469,8 @@ static void test_rbd_group(void **state)
 }
 
 /* The title of a run whose rows or columns came from --configs or --workloads names them
- * instead of passing for the profile's own (a helper found "profile quick" on such runs),
- * and says the same after a round trip through bench.json. */
+ * instead of passing for the profile's own, and says the same after a round trip through
+ * bench.json. */
 static void test_title_names_the_selection(void **state)
 {
   static const struct {
@@ -479,7 +507,7 @@ static void test_title_names_the_selection(void **state)
     free(md2);
     free(md);
   }
-  { /* a --configs value longer than any fixed buffer comes back whole (a reviewer) */
+  { /* a --configs value longer than any fixed buffer comes back whole */
     static struct bench_results loaded;
     static char longer[5 * 800 + 1];
     struct bench_results r;
@@ -497,6 +525,88 @@ static void test_title_names_the_selection(void **state)
   }
 }
 
+/* bench.md opens with what the run shows: the best row of each column, the best diskgate
+ * row and serve's default row with its share of the best, before the method and the full
+ * tables; the default row is flagged wherever it is named. */
+static void test_summary_opens_the_report(void **state)
+{
+  struct bench_results r;
+  char *md;
+  const char *summary, *method, *table;
+
+  (void)state;
+  make_results(&r);
+  md = render(bench_report_md_write, &r);
+  summary = strstr(md, "\n## What this run shows\n");
+  method = strstr(md, "\n## How it was measured\n");
+  table = strstr(md, "\n## Host and NBD rows: throughput, higher is better (% of `host`)\n");
+  assert_non_null(summary);
+  assert_non_null(method);
+  assert_non_null(table);
+  assert_true(summary < method && method < table);
+  assert_memory_equal(md, "# diskgate bench: profile seeds\n\n`diskgate bench --profile seeds`"
+                          "\n\n## What this run shows\n", 74);
+  assert_non_null(strstr(summary, "| column | best row | best diskgate row | "
+                                  "`diskgate-unix-writeback-full` (default) |\n"));
+  assert_non_null(strstr(summary, "| 4K randread QD32, IOPS | `host`: 84.7K | "
+                                  "`diskgate-unix-writeback-full`: 30.5K | 30.5K (36% of best) "
+                                  "|\n"));
+  assert_true(strstr(summary, "(36% of best)") < method);
+  assert_non_null(strstr(table, "\n| diskgate-unix-writeback-full **(default)** | 2100 MB/s "
+                                "(88%) |"));
+  assert_non_null(strstr(md, "\n- `diskgate-unix-writeback-full` **(default)**: "));
+  assert_null(strstr(md, "| qemu-nbd-unix **(default)**"));
+  assert_null(strstr(md, "runs=1")); /* three runs: medians, no one-run note */
+  free(md);
+
+  /* the best row of a column is the highest value, whichever row it is */
+  for (size_t i = 0; i < 3; i++) {
+    bench_results_cell(&r, 5, 0)->runs[i].value = 3000;
+  }
+  bench_stats_results_finish(&r);
+  md = render(bench_report_md_write, &r);
+  assert_non_null(strstr(md, "| 1M seqread QD4, MB/s | `diskgate-unix-writeback-full`: 3000 "
+                             "MB/s | `diskgate-unix-writeback-full`: 3000 MB/s | 3000 MB/s "
+                             "(100% of best) |\n"));
+  free(md);
+}
+
+/* A run of one round says, before anything else, that its figures are indicative. */
+static void test_one_run_is_indicative(void **state)
+{
+  struct bench_results r;
+  char *md, *note;
+
+  (void)state;
+  make_results(&r);
+  r.opts.runs = 1;
+  md = render(bench_report_md_write, &r);
+  note = strstr(md, "> **One run per cell (runs=1): these figures are indicative only.**");
+  assert_non_null(note);
+  assert_true(note < strstr(md, "| column | best row |"));
+  free(md);
+}
+
+/* Every table's columns name their unit, and every heading says which way is better. */
+static void test_columns_name_their_unit(void **state)
+{
+  struct bench_results r;
+  char *md;
+
+  (void)state;
+  make_results(&r);
+  md = render(bench_report_md_write, &r);
+  assert_non_null(strstr(md, "| config | 1M seqread QD4, MB/s | 4K randread QD32, IOPS | 4K "
+                             "randwrite QD8 fsync=1, IOPS | copy tree + sync, MiB/s |\n"));
+  assert_non_null(strstr(md, "## p99 completion latency, lower is better"));
+  assert_non_null(strstr(md, "| config | 1M seqread QD4, p99 | 4K randread QD32, p99 |"));
+  assert_non_null(strstr(md, "## CPU-seconds per 1K I/Os, lower is better"));
+  assert_non_null(strstr(md, "| 4K randwrite QD8 fsync=1, CPU-s/1K I/Os | copy tree + sync, "
+                             "CPU-s/GiB |\n"));
+  assert_non_null(strstr(md, "## Guest rows: throughput, higher is better (QEMU accel=tcg"));
+  free(md);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -510,6 +620,9 @@ int main(void)
     cmocka_unit_test(test_rbd_group),
     cmocka_unit_test(test_load_refuses_what_is_not_a_file),
     cmocka_unit_test(test_title_names_the_selection),
+    cmocka_unit_test(test_summary_opens_the_report),
+    cmocka_unit_test(test_one_run_is_indicative),
+    cmocka_unit_test(test_columns_name_their_unit),
   };
 
   return cmocka_run_group_tests(tests, NULL, NULL);
