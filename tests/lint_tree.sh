@@ -16,10 +16,9 @@ bad() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 
 # spdx_missing FILE...: prints each FILE without the licence line in its first 3 lines.
 spdx_missing() {
-  local f
-  for f in "$@"; do
-    head -n 3 "$f" | grep 'SPDX-License-Identifier: MIT' >/dev/null || echo "$f"
-  done
+  awk 'FNR == 1 { if (seen != "" && !ok) print seen; seen = FILENAME; ok = 0 }
+       FNR <= 3 && /SPDX-License-Identifier: MIT/ { ok = 1 }
+       END { if (seen != "" && !ok) print seen }' "$@"
 }
 
 probe=$(mktemp)
