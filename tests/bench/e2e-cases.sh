@@ -114,10 +114,10 @@ mkdir "$T/o ut"
 lab quote "${quick[@]}" --configs host --workloads randread-4k --dir "$T/d2" --out "$T/o ut/x"
 [ "$rc" -eq 0 ] || { show quote; fail "--out with a space: exit $rc"; }
 grep -qF -- "--out '$T/o ut/x'" "$T/o ut/x/bench.md" || fail "the command in bench.md is not quoted"
-# ... and, from a new user: one run is not "medians of 1 run"; no copy column, no copy unit.
+# ... and one run is not "medians of 1 run"; no copy column, no copy unit.
 grep -q '^- Method: one run of 1 s after' "$T/o ut/x/bench.md" || fail "the method line of one run"
 ! grep -q 'for the copy' "$T/o ut/x/bench.md" || fail "the copy's unit without a copy column"
-# ... and (a new user, 2026-12-01) a run chosen by --configs and --workloads is not titled
+# ... and a run chosen by --configs and --workloads is not titled
 # as the profile's own.
 assert_eq "$(head -1 "$T/o ut/x/bench.md")" \
   "# diskgate bench: profile quick, rows and columns chosen by --configs and --workloads" \
