@@ -43,6 +43,7 @@ uint32_t txn_check(struct conn *c, const struct nbd_export_limits *limits,
 {
   uint32_t error;
 
+  txn_counts_add(&c->counts, req->type, req->flags);
   *payload = nbd_request_payload_length(req, c->extended_headers);
   error = nbd_request_validate(req, limits);
   if (error == NBD_SUCCESS && *payload > 0 && req->type != NBD_CMD_WRITE) {
