@@ -42,9 +42,9 @@ SIZE = 256 * MiB          # the export: a sparse file
 MAX_BLOCK = 32 * MiB      # the maximum block size diskgate advertises
 ZEROED = SIZE * 3 // 4    # WRITE_ZEROES covers [0, ZEROED)
 WRITE_LEN = 32 * 1024
-WRITES = 1024             # per client: 32 MiB each, the two clients side by side
+WRITES = 512              # per client: 16 MiB each, the two clients side by side
 QD = 32                   # writes in flight at once per connection
-RESTART_AFTER = 128       # replies each client has had before the server is stopped
+RESTART_AFTER = 64        # replies each client has had before the server is stopped
 DEADLINE_S = 25           # the whole run
 
 

@@ -12,9 +12,15 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"
 export PYTHONDONTWRITEBYTECODE=1   # no __pycache__ in the source tree
 
-# The cache modes: the words of the "--cache A|B|..." line of --help.
-modes=$("$DISKGATE" serve --help 2>&1 | grep -o -- '--cache [a-z|]*' | head -n 1 | cut -d' ' -f2 |
-  tr '|' ' ')
+# The cache modes: the words of the "--cache A|B|..." line of --help; should the line name
+# them otherwise, each of QEMU's mode names that --help mentions as a word.
+help=$("$DISKGATE" serve --help 2>&1)
+modes=$(printf '%s\n' "$help" | sed -n 's/^ *--cache \([a-z|]*\).*/\1/p' | sed -n 1p | tr '|' ' ')
+if [ -z "$modes" ]; then
+  for m in writeback direct writethrough directsync; do
+    printf '%s\n' "$help" | grep -w -- "$m" >/dev/null && modes="$modes $m"
+  done
+fi
 for m in writeback direct; do
   case " $modes " in *" $m "*) ;; *) fail "--help lists cache modes '$modes', not $m" ;; esac
 done
