@@ -249,7 +249,8 @@ void conn_transmission_run(struct conn *c)
   if (atomic_load(&c->server->stopping)) {
     /* shutdown's SHUT_RD ended the reads: nothing the peer did */
   } else if (rc == -ECONNRESET && !send_failed) {
-    log_info("%s: peer closed the connection without NBD_CMD_DISC", c->peer);
+    /* routine (fio, nbdcopy after an error, a killed client): --verbose only */
+    log_debug("%s: peer closed the connection without NBD_CMD_DISC", c->peer);
   } else if (rc == -EBADMSG) {
     log_warn("%s: TLS error while reading requests (%s); closing the connection", c->peer,
              transport_read_error(&c->transport, rc));

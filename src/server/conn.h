@@ -16,6 +16,7 @@
 #include "io/loop.h"
 #include "server/server.h"
 #include "server/transport.h"
+#include "server/txn_counts.h"
 #include "server/txn_pool.h"
 
 struct conn_req;
@@ -45,6 +46,9 @@ struct conn {
   atomic_uint failures;        /* requests that failed in the backing (log rate limit) */
   atomic_uint refusals;        /* requests refused before the backing (log rate limit) */
   atomic_uint option_refusals; /* options refused in the handshake (log rate limit) */
+  struct txn_counts counts;    /* requests read, by kind (txn_check): written only by the
+                                  connection's reading thread (reader or loop), read by
+                                  server.c after transmission has ended */
   const char *handshake_cut;   /* set by handshake_run when a read of an option failed: the
                                   option's name (nbd_option_name), or "" for its header;
                                   server.c logs it if the peer closed (not the server) */

@@ -82,7 +82,7 @@ static void reading_stop(struct conn *c, const char *why)
     return;
   }
   if (why != NULL) {
-    log_info("%s: %s", c->peer, why);
+    log_debug("%s: %s", c->peer, why); /* a routine end: --verbose only */
   }
   admit_ending(c); /* a client waiting at --max-connections may have its place */
   lc->reading_done = true;

@@ -24,6 +24,7 @@
 #include "server/conn_loop.h"
 #include "server/export.h"
 #include "server/listen.h"
+#include "server/listen_hosts.h"
 #include "io/loop.h"
 #include "server/pid_file.h"
 #include "server/serve_args.h"
@@ -211,22 +212,36 @@ static int open_listeners(const struct serve_config *cfg, struct listener *ls, s
   return 0;
 }
 
-/* Prints the URI of each of the n listeners on stdout, the line scripts wait for: called
- * once nothing in start-up can fail any more (the pid file is written). */
+/* Prints "diskgate: listening on URI" for `uri` (room for `size` bytes), as nbds when TLS
+ * is required. */
+static void print_uri(char *uri, size_t size)
+{
+  uri_mark_tls(uri, size);
+  printf("diskgate: listening on %s\n", uri);
+}
+
+/* Prints the URIs of each of the n listeners on stdout, the lines scripts wait for: one
+ * per host a client can reach it at (a wildcard listener's: the host's addresses,
+ * listen_hosts.h). Called once nothing in start-up can fail any more (the pid file is
+ * written). */
 static void print_listeners(const struct serve_config *cfg, const struct listener *ls, size_t n)
 {
   /* A URI holds the export name (4096 bytes, each up to 3 when percent-encoded), a socket
    * path (108 bytes, likewise) or a host (256 bytes, likewise). */
   char uri[3 * 4096 + 3 * 108 + 3 * 256 + 64];
+  char hosts[LISTEN_HOSTS_MAX][LISTEN_HOST_SIZE];
 
   for (size_t i = 0; i < n; i++) {
     if (ls[i].unix_path != NULL) {
       nbd_uri_format_unix(uri, sizeof uri - 1, ls[i].unix_path, cfg->export_name);
-    } else {
-      nbd_uri_format_tcp(uri, sizeof uri - 1, ls[i].host, ls[i].port, cfg->export_name);
+      print_uri(uri, sizeof uri);
+      continue;
     }
-    uri_mark_tls(uri, sizeof uri);
-    printf("diskgate: listening on %s\n", uri);
+    size_t nhosts = listen_hosts_of(ls[i].fd, ls[i].host, hosts, LISTEN_HOSTS_MAX);
+    for (size_t h = 0; h < nhosts; h++) {
+      nbd_uri_format_tcp(uri, sizeof uri - 1, hosts[h], ls[i].port, cfg->export_name);
+      print_uri(uri, sizeof uri);
+    }
   }
   fflush(stdout);
 }

@@ -58,7 +58,7 @@ static const char serve_usage[] =
   "                         if DIR/ca-cert.pem exists, clients must present a certificate\n"
   "                         it signed (DIR/ca-crl.pem, if present, lists revoked ones)\n"
   "  --tls-psk FILE         pre-shared keys instead: `username:hexkey` lines\n"
-  "  --verbose              log each connection that reaches transmission: start, end\n"
+  "  --verbose              log each connection's start and end (its requests by kind)\n"
   "  --help                 this text\n";
 
 

@@ -75,7 +75,11 @@ static void *conn_main(void *arg)
         conn_loop_serve(s->loops, s->nloops, c) < 0) {
       conn_transmission_run(c); /* the thread path: TLS, --engine threads, or no loop */
     }
-    log_debug("%s: connection closed", c->peer); /* --verbose: each connection's end too */
+    char counts[192];
+    /* --verbose: each connection's end too, with its requests by kind ("flushes=0": the
+     * client never asked for durability; docs/apple.md) */
+    log_debug("%s: connection closed: %s", c->peer,
+              txn_counts_format(&c->counts, counts, sizeof counts));
   } else if (rc == -ETIMEDOUT) {
     log_info("%s: handshake not finished within %u s; closing", c->peer,
              s->handshake_timeout_s);

@@ -43,6 +43,7 @@ uint32_t txn_check(struct conn *c, const struct nbd_export_limits *limits,
 {
   uint32_t error;
 
+  txn_counts_add(&c->counts, req->type, req->flags);
   *payload = nbd_request_payload_length(req, c->extended_headers);
   error = nbd_request_validate(req, limits);
   if (error == NBD_SUCCESS && *payload > 0 && req->type != NBD_CMD_WRITE) {
@@ -167,8 +168,15 @@ static void txn_complete(struct backing_op *op, int result)
   }
   /* One line per failed request, but a full disk fails thousands of writes: after the
    * first ten on a connection, one line per thousand. A READ answered in parts is one
-   * request: logged once, with the range the client asked for, whichever parts fail. */
-  if (result < 0 && (r->parent == NULL || !atomic_exchange(&r->parent->failure_logged, true))) {
+   * request: logged once, with the range the client asked for, whichever parts fail.
+   * FAST_ZERO's "not fast" (-ENOTSUP, nothing changed) is an answer the client asked for,
+   * not a failure (spec "NBD_CMD_FLAG_FAST_ZERO"; spec rule 28): --verbose only. */
+  if (result == -ENOTSUP && (r->op.flags & BACKING_FLAG_FAST_ZERO)) {
+    log_debug("%s: WRITE_ZEROES offset %llu length %llu with FAST_ZERO: not fast, declined",
+              r->conn->peer, (unsigned long long)r->req.offset,
+              (unsigned long long)r->req.length);
+  } else if (result < 0 &&
+             (r->parent == NULL || !atomic_exchange(&r->parent->failure_logged, true))) {
     const struct nbd_request *req = r->parent != NULL ? &r->parent->req : &r->req;
     const char *more;
     if (log_rate_allows(&r->conn->failures, "failures", &more)) {

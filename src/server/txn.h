@@ -77,7 +77,8 @@ struct nbd_export_limits txn_limits(const struct conn *c);
  * validation errors, NBD_EINVAL for a payload on a command other than WRITE, NBD_ESHUTDOWN
  * once the server is stopping. Logs refusals; one whose payload is too large to drop
  * (txn_payload_too_large) is logged as closing the connection, which the caller does
- * without a reply. */
+ * without a reply.
+ * Counts the request in c->counts (txn_counts.h), refused or not. */
 uint32_t txn_check(struct conn *c, const struct nbd_export_limits *limits,
                    const struct nbd_request *req, uint64_t *payload);
 

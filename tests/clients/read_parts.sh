@@ -175,7 +175,7 @@ PY
 }
 
 for engine in uring threads; do
-  dg_start --engine "$engine" "faulty:$T/disk.img"
+  dg_start --engine "$engine" --verbose "faulty:$T/disk.img" # --verbose: the peer-closed line
   shapes || fail "chunk shapes (faulty backing, --engine $engine)"
   faults || { cat "$DG_LOG" >&2; fail "failed parts, client gone, SIGTERM (--engine $engine)"; }
   rc=0

@@ -681,7 +681,8 @@ def c13_max_connections_flood(ctx):
     import nbd
     img = ctx.make_image(f"c13e-{ctx.counter()}.img", MiB, [(0, MiB, "data")])
     want = open(img, "rb").read(4096)
-    s = F.Server(ctx, img, ["--max-connections", "2", "--handshake-timeout", "30"])
+    # --verbose: the "peer closed ... without NBD_CMD_DISC" line checked below is debug
+    s = F.Server(ctx, img, ["--max-connections", "2", "--handshake-timeout", "30", "--verbose"])
     base = _socket_fds(s.pid)  # the listeners
     stop = threading.Event()
     peak = [0]

@@ -22,7 +22,7 @@ c.send(b"".join(request_header(CMD_READ, i + 1, 0, 32 << 20, 0) for i in range(3
 c.s.close()
 PY
   t0=$(date +%s%N)
-  wait_until 10 grep -q ': connection closed$' "$DG_LOG" ||
+  wait_until 10 grep -q ': connection closed: reads=' "$DG_LOG" ||
     { tail -5 "$DG_LOG" >&2; fail "$engine: the connection was still open 10 s after its client left"; }
   ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   read_mib=$(( ($(awk '/^rchar:/ {print $2}' "/proc/$DG_PID/io") - rchar0) >> 20 ))

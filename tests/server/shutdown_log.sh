@@ -3,7 +3,7 @@
 # A client still connected when the server stops (SIGTERM) did not close the connection:
 # the log must not say "peer closed the connection without NBD_CMD_DISC", on the thread path
 # (--engine threads, and TLS) as on the event loops. Each: an idle libnbd client, SIGTERM,
-# exit 0, no such line.
+# exit 0, no such line. With --verbose, where the line would be printed (debug).
 source "$SRCDIR/tests/lib.sh"
 source "$SRCDIR/tests/tls/tlslib.sh"
 
@@ -22,9 +22,9 @@ time.sleep(60)' "$1" >"$T/client.out" 2>&1 &
 }
 for how in uring threads tls; do
   case $how in
-    tls) DG_ENGINE=uring dg_start --tls require --tls-certificates "$T/srv" "$T/disk.img"
+    tls) DG_ENGINE=uring dg_start --verbose --tls require --tls-certificates "$T/srv" "$T/disk.img"
          idle_client "nbds://127.0.0.1:$DG_PORT/?tls-certificates=$T/cli" "$how" ;;
-    *) DG_ENGINE=$how dg_start "$T/disk.img"
+    *) DG_ENGINE=$how dg_start --verbose "$T/disk.img"
        idle_client "$DG_UNIX" "$how" ;;
   esac
   dg_stop

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Apple's Virtualization.framework NBD client as it is reported to behave (docs/apple.md;
+# tests/server/apple_client.py): NO_ZEROES, INFO then GO with NBD_INFO_BLOCK_SIZE, simple
+# replies, a whole-device TRIM and a 3/4-device WRITE_ZEROES each bigger than the maximum
+# block size, pipelined writes without FLUSH or FUA, and a server restart (SIGTERM, exit,
+# start again on the same socket and port) while writes are in flight, after which the
+# client reconnects and re-sends what had no reply: every write reads back, the export's
+# size and block sizes never change. Over a Unix socket and TCP at once, with both engines
+# and every cache mode `diskgate serve --help` lists.
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/../lib.sh"
+export PYTHONDONTWRITEBYTECODE=1   # no __pycache__ in the source tree
+
+# The cache modes: the words of the "--cache A|B|..." line of --help; should the line name
+# them otherwise, each of QEMU's mode names that --help mentions as a word.
+help=$("$DISKGATE" serve --help 2>&1)
+modes=$(printf '%s\n' "$help" | sed -n 's/^ *--cache \([a-z|]*\).*/\1/p' | sed -n 1p | tr '|' ' ')
+if [ -z "$modes" ]; then
+  for m in writeback direct writethrough directsync; do
+    printf '%s\n' "$help" | grep -w -- "$m" >/dev/null && modes="$modes $m"
+  done
+fi
+for m in writeback direct; do
+  case " $modes " in *" $m "*) ;; *) fail "--help lists cache modes '$modes', not $m" ;; esac
+done
+for engine in uring threads; do
+  for mode in $modes; do
+    $PY "$HERE/apple_client.py" "$DISKGATE" "$engine" "$mode" "$T" ||
+      fail "Apple's client against --engine $engine --cache $mode"
+    rm -f "$T"/apple-*.img
+  done
+done
+pass "Apple's client: every write reads back across a restart (cache modes: $modes)"
