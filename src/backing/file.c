@@ -320,6 +320,25 @@ static bool block_device_is_read_only(int fd)
   return ioctl(fd, BLKROGET, &ro) == 0 && ro != 0;
 }
 
+/* Claims the writable block device fb->fd_buffered refers to, as mount and mkfs do: it is
+ * reopened with O_EXCL (the same inode, whatever the path is now), which the kernel refuses
+ * with EBUSY while the device is mounted, part of a RAID, device-mapper or swap, or open
+ * with O_EXCL by another process (for a whole disk: also while one of its partitions is).
+ * The claim lasts as long as the descriptor, so none of them can take the device while it
+ * is served. Returns 0 (fb->fd_buffered replaced), -ETXTBSY when the device is in use, or
+ * another -errno. */
+static int block_device_claim(struct file_backing *fb, const char *path)
+{
+  int fd = reopen_same(fb, path, O_RDWR | O_EXCL);
+
+  if (fd < 0) {
+    return fd == -EBUSY ? -ETXTBSY : fd;
+  }
+  close(fb->fd_buffered);
+  fb->fd_buffered = fd;
+  return 0;
+}
+
 /* Closes the channels sync_channels_open opened (not fd itself). */
 static void sync_channels_close(struct file_backing *fb)
 {
@@ -355,8 +374,9 @@ static int file_open_buffered(struct file_backing *fb, const char *path, int *fl
  * device the kernel refuses every write to (EPERM), although opening it for writing works,
  * is reopened read-only and served so (*flags O_RDONLY), so clients see
  * NBD_FLAG_READ_ONLY instead of a writable disk whose every write fails (as nbdkit's file
- * plugin falls back to read-only). Returns 0, or -EISDIR, -EINVAL (not a regular file,
- * block or character device) or another -errno. */
+ * plugin falls back to read-only). A writable block device is claimed (block_device_claim)
+ * unless opts.allow_busy. Returns 0, or -EISDIR, -EINVAL (not a regular file, block or
+ * character device), -ETXTBSY (a block device in use) or another -errno. */
 static int file_check_kind(struct file_backing *fb, const char *path, struct stat *st,
                            int *flags)
 {
@@ -383,6 +403,9 @@ static int file_check_kind(struct file_backing *fb, const char *path, struct sta
   }
   if (!fb->is_block && !fb->is_regular && !S_ISCHR(st->st_mode)) {
     return -EINVAL;
+  }
+  if (fb->is_block && !fb->base.opts.read_only && !fb->base.opts.allow_busy) {
+    return block_device_claim(fb, path);
   }
   return 0;
 }

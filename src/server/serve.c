@@ -108,6 +108,12 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
             cfg->path_shown);
     return 2;
   }
+  if (rc == -ETXTBSY) {
+    fprintf(stderr, "diskgate serve: %s is in use (mounted, or open exclusively by another "
+            "process): not served writable; add --read-only, or --allow-busy-device to write "
+            "it anyway\n", cfg->path_shown);
+    return 2;
+  }
   if (rc == -ENOTSUP && cfg->opts.cache == CACHE_DIRECT && strncmp(cfg->path, "rbd:", 4) != 0) {
     fprintf(stderr, "diskgate serve: %s: the file system refuses O_DIRECT; use --cache writeback\n",
             cfg->path_shown);
