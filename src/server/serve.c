@@ -132,9 +132,10 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
   }
   if (rc < 0) {
     /* Writable opens that the file's permissions, attributes or file system refuse: the
-     * image may still be served read-only (as qemu-nbd's -r). */
+     * image may still be served read-only (as qemu-nbd's -r), but only if it can be read. */
     bool hint = !cfg->opts.read_only && (rc == -EACCES || rc == -EPERM || rc == -EROFS) &&
-                strncmp(cfg->path, "rbd:", 4) != 0;
+                strncmp(cfg->path, "rbd:", 4) != 0 &&
+                faccessat(AT_FDCWD, cfg->path, R_OK, AT_EACCESS) == 0;
     char text[128];
     fprintf(stderr, "diskgate serve: cannot open %s: %s%s\n", cfg->path_shown,
             cli_startup_error(rc, text, sizeof text),
