@@ -57,6 +57,7 @@ enum cache_mode {
 struct backing_options {
   bool read_only;
   bool force_share; /* files: with read_only, share the image with writers (file.c; QEMU -U) */
+  bool allow_busy;  /* block devices: serve one writable although it is in use (file.c) */
   enum sync_mode sync;
   enum cache_mode cache;
   struct engine *engine; /* for backings that do file I/O; not owned */

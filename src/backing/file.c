@@ -3,6 +3,7 @@
  * The data path is in file_io.c. */
 #include "backing/file.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -61,14 +62,16 @@ static int open_checked(const char *path, int flags)
 
 /* QEMU's image locks (block/file-posix.c, raw_apply_lock_bytes and raw_check_lock_bytes):
  * shared OFD locks on single bytes, 100 + bit for each permission a user holds and 200 + bit
- * for each it does not share; bit 0 is "consistent read", 1 "write", 3 "resize". A user
- * that wants a permission checks that nobody else locks its "not shared" byte, and one
- * that does not share a permission checks that nobody else holds it. */
+ * for each it does not share; bits (BLK_PERM_*) 0 "consistent read", 1 "write", 3 "resize".
+ * A user first locks its bytes, then checks that nobody else locks the "not shared" byte of
+ * a permission it holds, nor holds a permission it does not share (the check after the
+ * locks closes the race with a user starting meanwhile: of two, at least one fails). */
 #define QEMU_LOCK_PERM 100
 #define QEMU_LOCK_SHARED 200
-#define QEMU_BIT_CONSISTENT_READ 0
-#define QEMU_BIT_WRITE 1
-#define QEMU_BIT_RESIZE 3
+#define QEMU_PERM_CONSISTENT_READ (1u << 0)
+#define QEMU_PERM_WRITE (1u << 1)
+#define QEMU_PERM_RESIZE (1u << 3)
+#define QEMU_PERM_BITS 4
 
 /* A shared (F_RDLCK) or exclusive (F_WRLCK) OFD lock on len bytes at `start` (len 0: to
  * the end). Returns 0, -EBUSY when another open file description's lock conflicts. */
@@ -90,37 +93,40 @@ static bool byte_locked_elsewhere(int fd, off_t at)
   return fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
 }
 
-/* The one-server lock, readable by QEMU. Read-write: an exclusive lock over the whole file,
- * so no other diskgate and no QEMU user (even a reader) opens it. Read-only: what a
- * read-only QEMU user that keeps the image stable takes: holds "consistent read", does not
- * share "write" or "resize"; so other read-only users (diskgate, qemu-nbd -r, qemu-img,
- * qemu-io -r) open it beside us and writers do not, and we refuse to start beside a writer
- * (the check after the locks, as QEMU does, closes the race with one starting meanwhile).
- * Read-only with force_share (QEMU's -U, force-share=on): only "consistent read" is held,
- * everything is shared and nothing checked, so it opens beside QEMU writers and they open
- * beside it (not beside a writable diskgate, whose lock covers the whole file).
+/* The one-server lock, in QEMU's protocol (the bytes as /proc/locks shows them):
+ *  - writable: holds "consistent read" and "write", does not share "write" or "resize"
+ *    (100, 101, 201, 203): qemu-nbd's bytes (100, 101, 203) and a QEMU VM disk's (100,
+ *    101, 201) together. QEMU readers that share writing (qemu-img info/map/compare/
+ *    convert -U, qemu-io -r, qemu-nbd -r) open the image beside it; every writer (another
+ *    diskgate, qemu-nbd, qemu-io, a VM) and every reader that does not share writing
+ *    (qemu-img convert or compare without -U, a read-only diskgate) is refused, and it
+ *    does not start beside any of them. qemu-nbd shares "write", so a second writer that
+ *    shares it too starts beside qemu-nbd, not beside diskgate.
+ *  - read-only: holds "consistent read", does not share "write" or "resize" (100, 201,
+ *    203), as a read-only QEMU user that keeps the image stable.
+ *  - read-only with force_share (QEMU's -U, force-share=on): holds "consistent read" and
+ *    shares everything (100): it opens beside writers and they open beside it.
  * Returns 0, -EBUSY, -errno. The locks go with the descriptor's last close. */
 static int lock_image(int fd, bool read_only, bool force_share)
 {
-  int rc;
+  unsigned perm = QEMU_PERM_CONSISTENT_READ | (read_only ? 0 : QEMU_PERM_WRITE);
+  unsigned unshared = force_share ? 0 : QEMU_PERM_WRITE | QEMU_PERM_RESIZE;
+  int rc = 0;
 
-  if (!read_only) {
-    return lock_range(fd, F_WRLCK, 0, 0);
+  assert(!force_share || read_only);
+  for (unsigned i = 0; i < QEMU_PERM_BITS && rc == 0; i++) {
+    if (perm & (1u << i)) {
+      rc = lock_range(fd, F_RDLCK, QEMU_LOCK_PERM + i, 1);
+    }
+    if (rc == 0 && (unshared & (1u << i))) {
+      rc = lock_range(fd, F_RDLCK, QEMU_LOCK_SHARED + i, 1);
+    }
   }
-  rc = lock_range(fd, F_RDLCK, QEMU_LOCK_PERM + QEMU_BIT_CONSISTENT_READ, 1);
-  if (rc == 0 && force_share) {
-    return 0;
-  }
-  if (rc == 0) {
-    rc = lock_range(fd, F_RDLCK, QEMU_LOCK_SHARED + QEMU_BIT_WRITE, 1);
-  }
-  if (rc == 0) {
-    rc = lock_range(fd, F_RDLCK, QEMU_LOCK_SHARED + QEMU_BIT_RESIZE, 1);
-  }
-  if (rc == 0 && (byte_locked_elsewhere(fd, QEMU_LOCK_PERM + QEMU_BIT_WRITE) ||
-                  byte_locked_elsewhere(fd, QEMU_LOCK_PERM + QEMU_BIT_RESIZE) ||
-                  byte_locked_elsewhere(fd, QEMU_LOCK_SHARED + QEMU_BIT_CONSISTENT_READ))) {
-    rc = -EBUSY; /* a writer, or a user that does not let others read consistently */
+  for (unsigned i = 0; i < QEMU_PERM_BITS && rc == 0; i++) {
+    if (((perm & (1u << i)) && byte_locked_elsewhere(fd, QEMU_LOCK_SHARED + i)) ||
+        ((unshared & (1u << i)) && byte_locked_elsewhere(fd, QEMU_LOCK_PERM + i))) {
+      rc = -EBUSY; /* a user holds what we do not share, or does not share what we hold */
+    }
   }
   return rc;
 }
@@ -314,6 +320,25 @@ static bool block_device_is_read_only(int fd)
   return ioctl(fd, BLKROGET, &ro) == 0 && ro != 0;
 }
 
+/* Claims the writable block device fb->fd_buffered refers to, as mount and mkfs do: it is
+ * reopened with O_EXCL (the same inode, whatever the path is now), which the kernel refuses
+ * with EBUSY while the device is mounted, part of a RAID, device-mapper or swap, or open
+ * with O_EXCL by another process (for a whole disk: also while one of its partitions is).
+ * The claim lasts as long as the descriptor, so none of them can take the device while it
+ * is served. Returns 0 (fb->fd_buffered replaced), -ETXTBSY when the device is in use, or
+ * another -errno. */
+static int block_device_claim(struct file_backing *fb, const char *path)
+{
+  int fd = reopen_same(fb, path, O_RDWR | O_EXCL);
+
+  if (fd < 0) {
+    return fd == -EBUSY ? -ETXTBSY : fd;
+  }
+  close(fb->fd_buffered);
+  fb->fd_buffered = fd;
+  return 0;
+}
+
 /* Closes the channels sync_channels_open opened (not fd itself). */
 static void sync_channels_close(struct file_backing *fb)
 {
@@ -349,8 +374,9 @@ static int file_open_buffered(struct file_backing *fb, const char *path, int *fl
  * device the kernel refuses every write to (EPERM), although opening it for writing works,
  * is reopened read-only and served so (*flags O_RDONLY), so clients see
  * NBD_FLAG_READ_ONLY instead of a writable disk whose every write fails (as nbdkit's file
- * plugin falls back to read-only). Returns 0, or -EISDIR, -EINVAL (not a regular file,
- * block or character device) or another -errno. */
+ * plugin falls back to read-only). A writable block device is claimed (block_device_claim)
+ * unless opts.allow_busy. Returns 0, or -EISDIR, -EINVAL (not a regular file, block or
+ * character device), -ETXTBSY (a block device in use) or another -errno. */
 static int file_check_kind(struct file_backing *fb, const char *path, struct stat *st,
                            int *flags)
 {
@@ -377,6 +403,9 @@ static int file_check_kind(struct file_backing *fb, const char *path, struct sta
   }
   if (!fb->is_block && !fb->is_regular && !S_ISCHR(st->st_mode)) {
     return -EINVAL;
+  }
+  if (fb->is_block && !fb->base.opts.read_only && !fb->base.opts.allow_busy) {
+    return block_device_claim(fb, path);
   }
   return 0;
 }

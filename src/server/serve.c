@@ -109,6 +109,12 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
             cfg->path_shown);
     return 2;
   }
+  if (rc == -ETXTBSY) {
+    fprintf(stderr, "diskgate serve: %s is in use (mounted, or open exclusively by another "
+            "process): not served writable; add --read-only, or --allow-busy-device to write "
+            "it anyway\n", cfg->path_shown);
+    return 2;
+  }
   if (rc == -ENOTSUP && cfg->opts.cache == CACHE_DIRECT && strncmp(cfg->path, "rbd:", 4) != 0) {
     fprintf(stderr, "diskgate serve: %s: the file system refuses O_DIRECT; use --cache writeback\n",
             cfg->path_shown);
@@ -127,9 +133,10 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
   }
   if (rc < 0) {
     /* Writable opens that the file's permissions, attributes or file system refuse: the
-     * image may still be served read-only (as qemu-nbd's -r). */
+     * image may still be served read-only (as qemu-nbd's -r), but only if it can be read. */
     bool hint = !cfg->opts.read_only && (rc == -EACCES || rc == -EPERM || rc == -EROFS) &&
-                strncmp(cfg->path, "rbd:", 4) != 0;
+                strncmp(cfg->path, "rbd:", 4) != 0 &&
+                faccessat(AT_FDCWD, cfg->path, R_OK, AT_EACCESS) == 0;
     char text[128];
     fprintf(stderr, "diskgate serve: cannot open %s: %s%s\n", cfg->path_shown,
             cli_startup_error(rc, text, sizeof text),

@@ -26,6 +26,8 @@ static const char serve_usage[] =
   "  --force-share          with --read-only: share the image with writers, so it opens\n"
   "                         beside a QEMU process writing it (as qemu-img -U); reads may\n"
   "                         then see changes at any time (files and block devices)\n"
+  "  --allow-busy-device    serve a block device writable although the kernel reports\n"
+  "                         it in use (mounted, or open exclusively by another process)\n"
   "  --sync full|fsync|none durability of FLUSH and FUA (default full):\n"
   "       full   FLUSH replies after fdatasync (F_FULLFSYNC on macOS) covering every\n"
   "              acknowledged write; FUA writes are durable before their reply\n"
@@ -67,6 +69,7 @@ enum {
   OPT_ENGINE, OPT_PID_FILE, OPT_CEPH_CONF, OPT_CEPH_ID, OPT_HELP, OPT_VERBOSE,
   OPT_HS_TIMEOUT, OPT_MAX_HS, OPT_UNALIGNED, OPT_TLS, OPT_TLS_CERTS, OPT_TLS_PSK,
   OPT_FORCE_SHARE, OPT_MAX_CONNS,
+  OPT_ALLOW_BUSY,
 };
 
 static const struct option longopts[] = {
@@ -75,6 +78,7 @@ static const struct option longopts[] = {
   {"socket", required_argument, NULL, OPT_SOCKET},
   {"read-only", no_argument, NULL, OPT_READ_ONLY},
   {"force-share", no_argument, NULL, OPT_FORCE_SHARE},
+  {"allow-busy-device", no_argument, NULL, OPT_ALLOW_BUSY},
   {"sync", required_argument, NULL, OPT_SYNC},
   {"cache", required_argument, NULL, OPT_CACHE},
   {"threads", required_argument, NULL, OPT_THREADS},
@@ -275,6 +279,9 @@ static int option_apply(struct serve_config *cfg, int c, char **argv)
   case OPT_FORCE_SHARE:
     cfg->opts.force_share = true;
     return -1;
+  case OPT_ALLOW_BUSY:
+    cfg->opts.allow_busy = true;
+    return -1;
   case OPT_VERBOSE:
     log_set_level(LOG_DEBUG);
     return -1;
@@ -313,6 +320,9 @@ static int config_finish(struct serve_config *cfg, int argc, char **argv)
   }
   if (cfg->opts.force_share && strncmp(argv[optind], "rbd:", 4) == 0) {
     return bad_usage("--force-share is for files and block devices, not %s", argv[optind]);
+  }
+  if (cfg->opts.allow_busy && strncmp(argv[optind], "rbd:", 4) == 0) {
+    return bad_usage("--allow-busy-device is for block devices, not %s", argv[optind]);
   }
   cfg->path = argv[optind];
   log_escape_str(cfg->path_shown, sizeof cfg->path_shown, cfg->path);

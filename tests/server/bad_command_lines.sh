@@ -7,7 +7,8 @@
 # --threads 0, --max-connections out of range or not a number, --force-share without
 # --read-only, an option without its value, an option whose value is forgotten
 # (`--export --read-only`), an empty path, name or --listen address, missing PATH,
-# two PATHs, a missing file, a directory, an image that cannot be opened for writing, a file
+# two PATHs, a missing file, a directory, an image that cannot be opened for writing (the
+# --read-only hint only for one that can be read), --allow-busy-device with rbd:, a file
 # already served by another diskgate, --listen 'bad::addr', a bare port, a host that does
 # not resolve, a port out of range, a Unix socket another diskgate is accepting on; no
 # command, or an unknown one. The first server keeps working afterwards.
@@ -105,6 +106,31 @@ if chattr +i "$T/immutable.img" 2>/dev/null; then
 else
   echo "note: chattr +i is not supported under $T; the read-only hint is not checked"
 fi
+# the hint names --read-only only where it would serve the file: readable, not writable.
+# As an unprivileged user: mode 0444 gets it; mode 000 (EACCES on reading too) and a path
+# that does not exist do not.
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+  mkdir -m 1777 "$T/pub"
+  chmod 711 "$T"
+  truncate -s 1M "$T/pub/readable.img" "$T/pub/unreadable.img"
+  chmod 444 "$T/pub/readable.img"
+  chmod 000 "$T/pub/unreadable.img"
+  for f in readable unreadable missing; do
+    rc=0
+    timeout 10 setpriv --reuid=nobody --regid=nogroup --clear-groups "$DISKGATE" serve \
+      --socket "$T/pub/nb.sock" "$T/pub/$f.img" >"$T/out" 2>"$T/err" || rc=$?
+    hint=$(grep -c -- "--read-only" "$T/err" || true)
+    if [ "$rc" != 2 ] || [ "$(wc -l <"$T/err")" != 1 ] || ! grep -qF "$T/pub/$f.img" "$T/err" ||
+       [ "$hint" != "$([ $f = readable ] && echo 1 || echo 0)" ]; then
+      echo "FAIL: serve $f.img as nobody: exit $rc, the --read-only hint $hint times:" >&2
+      sed 's/^/    | /' "$T/err" >&2
+      failures=$((failures + 1))
+    fi
+  done
+else
+  echo "note: not root or no setpriv; the hint for unreadable files is not checked"
+fi
+bad "--allow-busy-device is for block devices" "${L[@]}" --allow-busy-device rbd:pool/img
 bad bad::addr     --socket "$T/bad.sock" --listen bad::addr "$T/a.img"
 bad 99999         --socket "$T/bad.sock" --listen 127.0.0.1:99999 "$T/a.img"
 
