@@ -226,12 +226,7 @@ static void test_writethrough_one_channel(void **state)
   assert_true(st.syncs_started < (uint64_t)THREADS * OPS_PER_THREAD / 4);
 }
 
-static void test_writethrough_all_channels(void **state)
-{
-  crash_points_run(*state);
-}
-
-/* --cache directsync (O_DIRECT): the same, every channel */
+/* --cache directsync (O_DIRECT): the same, every channel (syncs overlap) */
 static void test_directsync_all_channels(void **state)
 {
   crash_points_run(*state);
@@ -243,8 +238,6 @@ int main(void)
     HARNESS_TEST(test_crash_points_one_channel),
     HARNESS_TEST(test_crash_points_all_channels),
     cmocka_unit_test_setup_teardown(test_writethrough_one_channel, harness_setup_writethrough,
-                                    harness_teardown),
-    cmocka_unit_test_setup_teardown(test_writethrough_all_channels, harness_setup_writethrough,
                                     harness_teardown),
     cmocka_unit_test_setup_teardown(test_directsync_all_channels, harness_setup_directsync,
                                     harness_teardown),
