@@ -102,6 +102,10 @@ int cache_mode_parse(const char *text, enum cache_mode *out)
     *out = CACHE_DIRECT;
   } else if (strcmp(text, "writeback") == 0) {
     *out = CACHE_WRITEBACK;
+  } else if (strcmp(text, "writethrough") == 0) {
+    *out = CACHE_WRITETHROUGH;
+  } else if (strcmp(text, "directsync") == 0) {
+    *out = CACHE_DIRECTSYNC;
   } else {
     return -EINVAL;
   }
@@ -115,5 +119,14 @@ const char *sync_mode_name(enum sync_mode mode)
 
 const char *cache_mode_name(enum cache_mode mode)
 {
-  return mode == CACHE_DIRECT ? "direct" : "writeback";
+  switch (mode) {
+  case CACHE_DIRECT:
+    return "direct";
+  case CACHE_WRITETHROUGH:
+    return "writethrough";
+  case CACHE_DIRECTSYNC:
+    return "directsync";
+  default:
+    return "writeback";
+  }
 }

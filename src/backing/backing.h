@@ -49,10 +49,28 @@ enum sync_mode {
   SYNC_NONE,  /* FLUSH and FUA acknowledged without syncing: unsafe after a host crash */
 };
 
+/* QEMU's cache modes, by its names and meanings (qemu-nbd --cache): whether I/O bypasses the
+ * page cache (O_DIRECT), and whether every write, trim and zeroing is durable under the
+ * export's sync mode before it is acknowledged (write-through: server/durability.c adds a
+ * group-committed sync, as for FUA), or only once the client sends FLUSH or FUA. */
 enum cache_mode {
-  CACHE_DIRECT,    /* O_DIRECT: the page cache is bypassed */
-  CACHE_WRITEBACK, /* the page cache */
+  CACHE_DIRECT,       /* O_DIRECT; durable at FLUSH/FUA (QEMU: none) */
+  CACHE_WRITEBACK,    /* the page cache; durable at FLUSH/FUA */
+  CACHE_WRITETHROUGH, /* the page cache; every write durable before its reply */
+  CACHE_DIRECTSYNC,   /* O_DIRECT; every write durable before its reply */
 };
+
+/* True when the mode opens the image with O_DIRECT. Any thread. */
+static inline bool cache_mode_is_direct(enum cache_mode mode)
+{
+  return mode == CACHE_DIRECT || mode == CACHE_DIRECTSYNC;
+}
+
+/* True when every write must be durable before its reply (writethrough, directsync). */
+static inline bool cache_mode_writes_through(enum cache_mode mode)
+{
+  return mode == CACHE_WRITETHROUGH || mode == CACHE_DIRECTSYNC;
+}
 
 struct backing_options {
   bool read_only;
@@ -190,7 +208,8 @@ int backing_refresh_size(struct backing *b, uint64_t *size);
 /* Closes and frees. Only after every submitted op is done. */
 void backing_close(struct backing *b);
 
-/* Parses "full|fsync|none" / "direct|writeback". Return 0 or -EINVAL. */
+/* Parses "full|fsync|none" / "direct|writeback|writethrough|directsync". Return 0 or
+ * -EINVAL. */
 int sync_mode_parse(const char *text, enum sync_mode *out);
 int cache_mode_parse(const char *text, enum cache_mode *out);
 const char *sync_mode_name(enum sync_mode mode);

@@ -189,7 +189,7 @@ static uint32_t regular_direct_alignment(int fd, const struct stat *st)
 static int probe_geometry(struct file_backing *fb, const struct stat *st)
 {
   struct backing_geometry *geo = &fb->base.geo;
-  bool direct = fb->base.opts.cache == CACHE_DIRECT;
+  bool direct = cache_mode_is_direct(fb->base.opts.cache);
   int rc = 0;
 
   if (fb->is_block) {
@@ -447,7 +447,7 @@ int backing_file_open(const char *path, const struct backing_options *opts,
     log_info("%s: shared with writers (--force-share): another process may change it while "
              "it is served", log_escape_str(shown, sizeof shown, path));
   }
-  if (opts->cache == CACHE_DIRECT) {
+  if (cache_mode_is_direct(opts->cache)) {
     fb->fd = reopen_same(fb, path, flags | O_DIRECT);
     if (fb->fd < 0) {
       rc = fb->fd == -EINVAL ? -ENOTSUP : fb->fd;

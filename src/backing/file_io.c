@@ -461,7 +461,7 @@ static ssize_t cache_call(void *arg)
   struct backing_op *op = arg;
   struct file_backing *fb = (struct file_backing *)op->owner;
 
-  if (fb->base.opts.cache == CACHE_WRITEBACK) {
+  if (!cache_mode_is_direct(fb->base.opts.cache)) {
     int rc = posix_fadvise(fb->fd_buffered, (off_t)op->offset, (off_t)op->length,
                            POSIX_FADV_WILLNEED);
     (void)rc; /* a hint: failing to prefetch is not an error (spec: NBD_CMD_CACHE) */
@@ -534,8 +534,9 @@ static void call_complete(struct engine_req *req, ssize_t result)
  * loop's other connections: fb->inline_stalls (stall_budget.h) turns inline writes off
  * for STALL_BACKOFF_NS once writes slower than STALL_COUNT_NS have blocked the loops for
  * more than STALL_BUDGET_NS in a STALL_WINDOW_NS window.
- * Only for event loops (op->nonblocking), --cache writeback, plain writes (not FUA: those
- * wait for the disk) of at most WRITE_INLINE_MAX bytes. */
+ * Only for event loops (op->nonblocking), the page cache (--cache writeback or
+ * writethrough: a write-through write's sync is the group commit's, after this returns),
+ * plain writes (not RWF_DSYNC: those wait for the disk) of at most WRITE_INLINE_MAX bytes. */
 #define WRITE_INLINE_MAX (256u * 1024u)
 
 static long long monotonic_ns(void)
@@ -555,7 +556,7 @@ static bool write_inline(struct file_backing *fb, struct backing_op *op, struct 
   ssize_t n;
 
   if (req->opcode != ENGINE_WRITE || req->rw_flags != 0 || !op->nonblocking ||
-      fb->base.opts.cache != CACHE_WRITEBACK || op->length > WRITE_INLINE_MAX) {
+      cache_mode_is_direct(fb->base.opts.cache) || op->length > WRITE_INLINE_MAX) {
     return false;
   }
   start = monotonic_ns();

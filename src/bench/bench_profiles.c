@@ -34,9 +34,12 @@ static const struct profile profiles[] = {
     "read-1m,write-1m,randread-4k,randwrite-4k,read-4k,write-4k,randrw-4k,randrw-1m", 3, 10,
     1ull << 30 },
   { "sync",
-    "host,host-dev-4k,diskgate-unix-*,qemu-nbd-unix,nbdkit-unix,guest-virtio-file,"
+    "host,host-dev-4k,diskgate-unix-*,qemu-nbd-unix,qemu-nbd-unix-writethrough,"
+    "qemu-nbd-unix-directsync,nbdkit-unix,guest-virtio-file,"
     "guest-virtio-file-writeback,guest-virtio-file-noflush,guest-virtio-diskgate",
-    "randwrite-4k-qd8,randwrite-4k-qd8-fsync,copy", 3, 10, 2ull << 30 },
+    "randwrite-4k-qd8,randwrite-4k-qd8-fsync,randwrite-4k-qd8-4j,randwrite-4k-qd8-fsync-4j,"
+    "randwrite-4k-qd1,randwrite-4k-qd1-fsync,copy",
+    3, 10, 2ull << 30 },
   { "rbd", "diskgate-rbd,qemu-nbd-rbd", "randread-4k,randwrite-4k,read-1m,write-1m", 3, 10,
     1ull << 30 },
   { "peers",

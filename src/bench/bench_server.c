@@ -101,7 +101,7 @@ static void print_log_tail(const char *path)
 int bench_server_start(const struct bench_env *env, const struct bench_config *cfg,
                        const char *file, const char *tag, struct bench_server *srv)
 {
-  char pidfile[PATH_MAX], name[64], listen[64], port_s[16], spec[PATH_MAX + 160];
+  char pidfile[PATH_MAX], name[64], listen[64], port_s[16], spec[PATH_MAX + 160], qcache[48];
   char *argv[32 + BENCH_VARIANT_MAX_ARGS];
   bool tcp = cfg->kind == BENCH_CFG_NBD && cfg->transport == BENCH_TRANSPORT_TCP;
   bool rbd = bench_rbd_is_row(cfg);
@@ -170,7 +170,10 @@ int bench_server_start(const struct bench_env *env, const struct bench_config *c
     argv[argc++] = BENCH_EXPORT;
     argv[argc++] = "-f";
     argv[argc++] = "raw";
-    argv[argc++] = "--cache=none";
+    /* the row's cache mode (QEMU's names), none by default */
+    bench_fmt(qcache, sizeof(qcache), "--cache=%s",
+              cfg->cache_mode != NULL ? cfg->cache_mode : "none");
+    argv[argc++] = qcache;
     if (!rbd) {
       argv[argc++] = "--aio=io_uring";
     }

@@ -89,7 +89,9 @@ struct bench_config {
   enum bench_server_kind server;     /* NBD rows, and guest rows backed by NBD */
   enum bench_transport transport;    /* NBD rows */
   const char *sync_mode;             /* diskgate --sync (full, fsync, none) or NULL */
-  const char *cache_mode;            /* diskgate --cache (direct, writeback) or NULL; host
+  const char *cache_mode;            /* diskgate --cache (direct, writeback, writethrough,
+                                      * directsync) or NULL; qemu-nbd rows: its --cache
+                                      * (NULL: none); host
                                       * rows: NULL (O_DIRECT, one I/O per submit), "batched"
                                       * (O_DIRECT, whole queue per submit) or "writeback"
                                       * (the page cache, fio direct=0) */

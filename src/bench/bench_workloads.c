@@ -35,6 +35,12 @@ static const struct bench_workload workloads[] = {
     false, false, BENCH_UNIT_IOPS, 0 },
   { "randwrite-4k-qd8-fsync", "4K randwrite QD8 fsync=1", "sync", BENCH_WL_FIO, "randwrite",
     4 * KIB, 8, 0, true, false, BENCH_UNIT_IOPS, 0 },
+  { "randwrite-4k-qd8-4j", "4K randwrite QD8 x4 jobs", "sync", BENCH_WL_FIO, "randwrite",
+    4 * KIB, 8, 0, false, false, BENCH_UNIT_IOPS, 4 },
+  { "randwrite-4k-qd1", "4K randwrite QD1", "sync", BENCH_WL_FIO, "randwrite", 4 * KIB, 1, 0,
+    false, false, BENCH_UNIT_IOPS, 1 },
+  { "randwrite-4k-qd1-fsync", "4K randwrite QD1 fsync=1", "sync", BENCH_WL_FIO, "randwrite",
+    4 * KIB, 1, 0, true, false, BENCH_UNIT_IOPS, 1 },
   { "copy", "copy tree + sync", "sync", BENCH_WL_COPY, NULL, 0, 0, 0, false, false,
     BENCH_UNIT_MIBPS, 0 },
   /* peers: the jobs of the performance targets (bench_targets.c) besides seeds' */

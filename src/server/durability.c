@@ -417,6 +417,8 @@ int durability_submit(struct export *e, struct backing_op *op,
   }
   if (e->sync == SYNC_NONE) {
     op->flags &= ~BACKING_FLAG_FUA;
+  } else if (cache_mode_writes_through(e->backing->opts.cache)) {
+    op->flags |= BACKING_FLAG_FUA; /* write-through: every write is a FUA write */
   }
   if (op->flags & BACKING_FLAG_FUA) {
     /* FUA by group commit, for every backing (see durability.h: "FUA") */

@@ -35,6 +35,12 @@
  * ~260/s with RWF_DSYNC under --cache writeback, and at the same rate under --cache direct
  * (docs/durability.md). A sync covers the whole file, a superset of what FUA asks for.
  *
+ * Write-through (--cache writethrough|directsync, cache_mode_writes_through): every WRITE,
+ * TRIM and WRITE_ZEROES is a FUA write, whatever its flags: replied to only after a sync
+ * that started after it completed, shared with the FLUSHes and other writes of every
+ * connection that a sync of that moment covers. Under --sync none nothing syncs, so
+ * write-through adds nothing there (serve.c says so at start-up).
+ *
  * Threads: any thread. `done` runs on a backing or engine thread, or on the calling thread
  * before durability_submit returns. */
 #ifndef DISKGATE_SERVER_DURABILITY_H

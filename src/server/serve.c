@@ -115,9 +115,10 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
             "it anyway\n", cfg->path_shown);
     return 2;
   }
-  if (rc == -ENOTSUP && cfg->opts.cache == CACHE_DIRECT && strncmp(cfg->path, "rbd:", 4) != 0) {
-    fprintf(stderr, "diskgate serve: %s: the file system refuses O_DIRECT; use --cache writeback\n",
-            cfg->path_shown);
+  if (rc == -ENOTSUP && cache_mode_is_direct(cfg->opts.cache) &&
+      strncmp(cfg->path, "rbd:", 4) != 0) {
+    fprintf(stderr, "diskgate serve: %s: the file system refuses O_DIRECT; use --cache %s\n",
+            cfg->path_shown, cfg->opts.cache == CACHE_DIRECTSYNC ? "writethrough" : "writeback");
     return 2;
   }
   if (rc == -EINVAL) {
@@ -280,6 +281,13 @@ static void log_serving(const struct serve_config *cfg, const struct export *e)
     log_warn("export '%s' is UNSAFE (--sync none): FLUSH and FUA are acknowledged without "
              "syncing; acknowledged writes may be lost if the host crashes or loses power",
              e->log_name);
+    if (cache_mode_writes_through(cfg->opts.cache)) {
+      log_warn("export '%s': --cache %s with --sync none syncs nothing: writes are "
+               "acknowledged from the %s, as under --cache %s",
+               e->log_name, cache_mode_name(cfg->opts.cache),
+               cfg->opts.cache == CACHE_DIRECTSYNC ? "disk's volatile cache" : "page cache",
+               cfg->opts.cache == CACHE_DIRECTSYNC ? "direct" : "writeback");
+    }
   }
 }
 

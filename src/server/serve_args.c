@@ -35,7 +35,15 @@ static const char serve_usage[] =
   "              equals full)\n"
   "       none   FLUSH and FUA are acknowledged without syncing: UNSAFE, acknowledged\n"
   "              data may be lost if the host crashes or loses power\n"
-  "  --cache direct|writeback  O_DIRECT or the host page cache (default writeback)\n"
+  "  --cache MODE           QEMU's cache modes (default writeback):\n"
+  "       writeback     the host page cache; writes are durable once the client sends\n"
+  "                     FLUSH or FUA (QEMU, Linux and other clients that flush)\n"
+  "       direct        O_DIRECT (QEMU's none); durable at FLUSH or FUA as writeback\n"
+  "       writethrough  the page cache, and every WRITE, TRIM and WRITE_ZEROES is\n"
+  "                     durable (--sync) before its reply, syncs shared between\n"
+  "                     writes: for clients that may never flush (Apple's\n"
+  "                     Virtualization.framework)\n"
+  "       directsync    writethrough with O_DIRECT\n"
   "  --threads N            I/O threads, 1 to 64 (default: the number of cores)\n"
   "  --engine uring|threads disk I/O engine (default uring; threads is portable)\n"
   "  --handshake-timeout S  seconds a client may take to negotiate (default 10)\n"
@@ -206,7 +214,8 @@ static int option_apply_setting(struct serve_config *cfg, int c, const char *val
                ? bad_usage("--sync takes full, fsync or none, not '%s'", value) : -1;
   case OPT_CACHE:
     return cache_mode_parse(value, &cfg->opts.cache) < 0
-               ? bad_usage("--cache takes direct or writeback, not '%s'", value) : -1;
+               ? bad_usage("--cache takes writeback, direct, writethrough or directsync, "
+                           "not '%s'", value) : -1;
   case OPT_THREADS:
     return cli_parse_unsigned(value, 1, 64, &cfg->threads) < 0
                ? bad_usage("--threads takes a number from 1 to 64, not '%s'", value) : -1;

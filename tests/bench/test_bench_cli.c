@@ -273,7 +273,7 @@ static void test_select(void **state)
   assert_int_equal(bench_profiles_select(&o, &r, e), 0);
   fclose(e);
   free(buf);
-  assert_int_equal(r.nconfigs, 7);
+  assert_int_equal(r.nconfigs, 9);
   assert_string_equal(r.configs[0]->name, "host");
   assert_string_equal(r.configs[1]->name, "diskgate-unix-direct-full");
   assert_int_equal(r.nworkloads, 2);

@@ -464,8 +464,8 @@ static void test_variants(void **state)
   assert_int_equal(argc, 0);
 
   /* twice: each diskgate row becomes NAME@1, NAME@2, in place; the others stay */
-  assert_int_equal(apply(&r, "host,diskgate-unix-*-full,nbdkit-unix", two, 2, err, sizeof err),
-                   0);
+  assert_int_equal(apply(&r, "host,diskgate-unix-*back-full,diskgate-unix-direct-full,nbdkit-unix",
+                         two, 2, err, sizeof err), 0);
   assert_int_equal(r.nconfigs, 6);
   assert_string_equal(r.configs[0]->name, "host");
   assert_string_equal(r.configs[1]->name, "diskgate-unix-direct-full@1");

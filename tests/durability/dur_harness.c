@@ -17,8 +17,23 @@
 
 int harness_setup(void **state)
 {
+  return harness_setup_cache(state, CACHE_WRITEBACK);
+}
+
+int harness_setup_writethrough(void **state)
+{
+  return harness_setup_cache(state, CACHE_WRITETHROUGH);
+}
+
+int harness_setup_directsync(void **state)
+{
+  return harness_setup_cache(state, CACHE_DIRECTSYNC);
+}
+
+int harness_setup_cache(void **state, enum cache_mode cache)
+{
   struct ctx *c = calloc(1, sizeof *c);
-  struct backing_options opts = {.sync = SYNC_FULL, .cache = CACHE_WRITEBACK};
+  struct backing_options opts = {.sync = SYNC_FULL, .cache = cache};
   char spec[128];
   int fd;
 
@@ -47,6 +62,7 @@ int harness_setup(void **state)
   assert_true(backing_is_faulty(c->b));
   assert_false(c->b->geo.can_fua);
   assert_int_equal(export_create("t", c->b, false, SYNC_FULL, &c->e), 0);
+  c->write_through = cache_mode_writes_through(cache);
   pthread_mutex_init(&c->lock, NULL);
   pthread_cond_init(&c->cond, NULL);
   free(faulty_command(c->b, "record"));
@@ -327,8 +343,8 @@ void harness_check_invariant(const struct log *l, const struct wdesc *writes, si
     if (w->ok && w->fua) {
       uint64_t dm = harness_durable_mark(l, w->ack);
       if (!(dm > w->done)) {
-        fail_msg("FUA write %u (slot %llu, done at %llu) acknowledged at %llu before a sync "
-                 "started after it completed", w->id, (unsigned long long)w->slot,
+        fail_msg("FUA or write-through write %u (slot %llu, done at %llu) acknowledged at %llu "
+                 "before a sync started after it completed", w->id, (unsigned long long)w->slot,
                  (unsigned long long)w->done, (unsigned long long)w->ack);
       }
     }

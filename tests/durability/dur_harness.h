@@ -40,6 +40,7 @@ struct ctx {
   pthread_mutex_t lock;
   pthread_cond_t cond;
   unsigned next_id;
+  bool write_through; /* --cache writethrough or directsync: every write durable at its ack */
 };
 
 struct treq {
@@ -86,12 +87,17 @@ struct model {
 struct wdesc {
   unsigned id;
   uint64_t slot;
-  bool fua;
+  bool fua; /* durable at its acknowledgement: FUA, or any write under write-through */
 };
 
 /* cmocka set-up and tear-down of a struct ctx (see the file comment); the engine is the
- * suite's (DG_ENGINE), or worker threads when io_uring is missing. Return 0. */
+ * suite's (DG_ENGINE), or worker threads when io_uring is missing. Return 0. harness_setup
+ * opens the image with --cache writeback; _writethrough and _directsync (O_DIRECT) with
+ * those modes, _cache with any. */
 int harness_setup(void **state);
+int harness_setup_writethrough(void **state);
+int harness_setup_directsync(void **state);
+int harness_setup_cache(void **state, enum cache_mode cache);
 int harness_teardown(void **state);
 
 /* A cmocka test entry with the harness's set-up and tear-down. */

@@ -16,6 +16,11 @@
 #     flushed or FUA write must read back (at that version or a later one it sent).
 #  3. negative control: under --sync none (FLUSH acknowledged without syncing) the same
 #     enumeration must find lost writes, so the check is not vacuous.
+#  4. write-through: under --cache writethrough and directsync (--sync full) the load sends
+#     no FLUSH and no FUA, and at every crash point every write the client had seen
+#     acknowledged must be in the image; one live crash under writethrough, then every
+#     acknowledged write reads back. Negative control: the same FLUSH-less load under
+#     --cache writeback loses acknowledged writes at some crash point.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"
 export PYTHONDONTWRITEBYTECODE=1
@@ -34,24 +39,27 @@ for c in sys.argv[2:]:
 PY
 }
 
-enumerate_run() { # sync-mode expect(pass|fail)
-  local mode=$1 expect=$2 rc=0
+enumerate_run() { # sync-mode expect(pass|fail) [cache-mode: a FLUSH-less, FUA-less load]
+  local mode=$1 expect=$2 cache=${3:-writeback} rc=0 wt=() ops=50
+  [ $# -ge 3 ] && wt=(--write-through) && ops=30   # every write syncs: fewer, to stay short
   rm -f "$IMG"; truncate -s 8M "$IMG"
-  dg_start --sync "$mode" "faulty:$IMG"
+  dg_start --sync "$mode" --cache "$cache" "faulty:$IMG"
   faults "rule delay write ms=4 jitter=1" "rule delay flush ms=6 jitter=1" record >/dev/null
   local seed=$RANDOM
-  echo "workload seed $seed (--sync $mode)"   # so that a failure can be run again
-  $WL run "$DG_UNIX" "$T/log.json" --unique --ops 50 --slots 2048 --seed "$seed" ||
-    fail "workload (--sync $mode, seed $seed)"
+  echo "workload seed $seed (--sync $mode --cache $cache ${wt[*]})"   # to run it again
+  $WL run "$DG_UNIX" "$T/log.json" --unique --ops "$ops" --slots 2048 --seed "$seed" "${wt[@]}" ||
+    fail "workload (--sync $mode --cache $cache, seed $seed)"
   $WL enumerate "$DISKGATE_TEST_FAULTS" "$T/log.json" "$T" >"$T/enum.txt" || rc=$?
   cat "$T/enum.txt"
   faults clear >/dev/null
   dg_stop
   if [ "$expect" = pass ]; then
-    [ "$rc" -eq 0 ] || fail "--sync $mode: an acknowledged write is lost at some crash point"
+    [ "$rc" -eq 0 ] ||
+      fail "--sync $mode --cache $cache: an acknowledged write is lost at some crash point"
   else
-    [ "$rc" -ne 0 ] || fail "--sync none: the enumeration found nothing lost (vacuous check?)"
-    grep -q "violations" "$T/enum.txt" || fail "--sync none: no enumeration summary"
+    [ "$rc" -ne 0 ] ||
+      fail "--sync $mode --cache $cache: the enumeration found nothing lost (vacuous check?)"
+    grep -q "violations" "$T/enum.txt" || fail "--sync $mode: no enumeration summary"
   fi
 }
 
@@ -88,3 +96,33 @@ pass "$ROUNDS live power losses: every FUA or flushed write survived"
 
 enumerate_run none fail
 pass "negative control: --sync none loses acknowledged-and-flushed writes at some crash point"
+
+enumerate_run full pass writethrough
+enumerate_run full pass directsync
+pass "writethrough, directsync: every crash point keeps every acknowledged write, no FLUSH sent"
+enumerate_run full fail writeback
+pass "negative control: writeback without FLUSH loses acknowledged writes at some crash point"
+
+# one live power loss under writethrough, no FLUSH: every acknowledged write reads back
+rm -f "$IMG"; truncate -s 8M "$IMG"
+dg_start --sync full --cache writethrough "faulty:$IMG"
+faults "rule delay write ms=3 jitter=1" "rule delay flush ms=5 jitter=1" >/dev/null
+rm -f "$T/ready"
+$WL run "$DG_UNIX" "$T/log.json" --slots 512 --seconds 20 --seed 7 --ready "$T/ready" \
+  --write-through &
+wl=$!
+for _ in $(seq 1 200); do [ -e "$T/ready" ] && break; sleep 0.05; done
+[ -e "$T/ready" ] || fail "writethrough: the load did not start"
+sleep "0.$((RANDOM % 8 + 2))"
+PYTHONPATH=$HERE $PY - "$DISKGATE_TEST_FAULTS" <<'PY' || fail "writethrough: crash command"
+import sys
+from dgdur import Faults
+print("crash keep=50 ->", Faults(sys.argv[1]).raw("crash keep=50 seed=7"))
+PY
+rc=0; wait "$DG_PID" || rc=$?
+[ "$rc" -eq 137 ] || { cat "$DG_LOG" >&2; fail "writethrough: diskgate exited $rc, expected SIGKILL"; }
+wait "$wl" || fail "writethrough: workload"
+dg_start "$IMG"
+$WL verify "$DG_UNIX" "$T/log.json" || fail "writethrough: an acknowledged write was lost"
+dg_stop
+pass "a live power loss under writethrough: every acknowledged write survived, no FLUSH sent"

@@ -6,6 +6,8 @@
  * before that point; and it drops what no sync covered. The invariant of
  * test_durability.c holds over the whole log. Run with one sync at a time and with every
  * sync channel (syncs then overlap and complete out of order).
+ * Under --cache writethrough and directsync the workload sends no FLUSH and no FUA, and
+ * every write acknowledged before a crash point must be in its image.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -31,6 +33,7 @@ struct worker {
   struct ctx *c;
   unsigned seed;
   uint64_t first_slot; /* slots first_slot .. first_slot + OPS_PER_THREAD - 1 */
+  int ops;             /* requests to send, at most OPS_PER_THREAD */
   struct wdesc w[OPS_PER_THREAD];
   size_t nw;
 };
@@ -40,15 +43,16 @@ static void *worker_main(void *arg)
   struct worker *wk = arg;
   uint64_t slot = wk->first_slot;
 
-  for (int i = 0; i < OPS_PER_THREAD; i++) {
+  for (int i = 0; i < wk->ops; i++) {
     unsigned r = (unsigned)rand_r(&wk->seed) % 100;
-    if (r < 20) {
+    if (r < 20 && !wk->c->write_through) {
       struct treq *f = harness_submit_flush(wk->c);
       (void)harness_wait_free(f);
     } else {
-      bool fua = r >= 80;
+      bool fua = r >= 80 && !wk->c->write_through;
       struct treq *w = harness_submit_write(wk->c, slot, fua);
-      wk->w[wk->nw++] = (struct wdesc){w->id, slot, fua};
+      /* write-through: durable at its acknowledgement, as a FUA write */
+      wk->w[wk->nw++] = (struct wdesc){w->id, slot, fua || wk->c->write_through};
       slot++;
       (void)harness_wait_free(w);
     }
@@ -74,7 +78,9 @@ static void crash_points_run(struct ctx *c)
   harness_ctl(c, "rule delay flush ms=4 jitter=1");
   for (int i = 0; i < THREADS; i++) {
     wk[i] = (struct worker){.c = c, .seed = seed + (unsigned)i * 7919u,
-                            .first_slot = 100 + (uint64_t)i * OPS_PER_THREAD};
+                            .first_slot = 100 + (uint64_t)i * OPS_PER_THREAD,
+                            /* write-through: every write syncs; half as many keep it short */
+                            .ops = c->write_through ? OPS_PER_THREAD / 2 : OPS_PER_THREAD};
     assert_int_equal(pthread_create(&th[i], NULL, worker_main, &wk[i]), 0);
   }
   for (int i = 0; i < THREADS; i++) {
@@ -83,9 +89,9 @@ static void crash_points_run(struct ctx *c)
     nall += wk[i].nw;
   }
   harness_ctl(c, "clear");
-  /* a last write that nothing syncs */
+  /* a last write that nothing syncs (under write-through, its own sync) */
   struct treq *z = harness_submit_write(c, 99, false);
-  all[nall++] = (struct wdesc){z->id, 99, false};
+  all[nall++] = (struct wdesc){z->id, 99, c->write_through};
   assert_int_equal(harness_wait_free(z), 0);
 
   struct log l = harness_log_get(c);
@@ -98,6 +104,7 @@ static void crash_points_run(struct ctx *c)
   struct model *m = calloc(1, sizeof *m);
   assert_non_null(m);
   harness_model_build(&l, m);
+  assert_true(!c->write_through || m->nf == 0); /* write-through: no FLUSH was sent */
   uint64_t *ack = calloc(nall, sizeof *ack), *must = calloc(nall, sizeof *must);
   assert_non_null(ack);
   assert_non_null(must);
@@ -152,16 +159,18 @@ static void crash_points_run(struct ctx *c)
       if (memcmp(buf, want, BLOCK) != 0) {
         fail_msg("crash point %llu: write %u (slot %llu, %s, acknowledged at %llu, required "
                  "from %llu) is not in the image", (unsigned long long)k, all[i].id,
-                 (unsigned long long)all[i].slot, all[i].fua ? "FUA" : "flushed",
+                 (unsigned long long)all[i].slot,
+                 c->write_through ? "write-through" : all[i].fua ? "FUA" : "flushed",
                  (unsigned long long)ack[i], (unsigned long long)must[i]);
       }
     }
   }
   /* the last write was never synced: the final crash image must not have it, while the
-   * live file does (the model drops, it does not just keep everything) */
+   * live file does (the model drops, it does not just keep everything); under
+   * write-through it was acknowledged, so durable */
   assert_int_equal(pread(fd, buf, BLOCK, 99 * BLOCK), BLOCK);
   harness_fill(want, all[nall - 1].id);
-  assert_true(memcmp(buf, want, BLOCK) != 0);
+  assert_true((memcmp(buf, want, BLOCK) == 0) == c->write_through);
   close(fd);
   harness_assert_slot(c->img, 99, all[nall - 1].id);
 
@@ -202,11 +211,36 @@ static void test_crash_points_all_channels(void **state)
   assert_true(st.syncs_running_max >= 2);
 }
 
+/* --cache writethrough: no FLUSH, no FUA; every acknowledged write survives every crash
+ * point after its acknowledgement. With one channel the writes of the 6 threads must share
+ * syncs (group commit), not pay for one each. */
+static void test_writethrough_one_channel(void **state)
+{
+  struct ctx *c = *state;
+  struct durability_stats st;
+
+  harness_channels_set(c, 1);
+  crash_points_run(c);
+  durability_get_stats(c->e, &st);
+  assert_true(st.flushes_shared > 0);
+  assert_true(st.syncs_started < (uint64_t)THREADS * OPS_PER_THREAD / 4);
+}
+
+/* --cache directsync (O_DIRECT): the same, every channel (syncs overlap) */
+static void test_directsync_all_channels(void **state)
+{
+  crash_points_run(*state);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
     HARNESS_TEST(test_crash_points_one_channel),
     HARNESS_TEST(test_crash_points_all_channels),
+    cmocka_unit_test_setup_teardown(test_writethrough_one_channel, harness_setup_writethrough,
+                                    harness_teardown),
+    cmocka_unit_test_setup_teardown(test_directsync_all_channels, harness_setup_directsync,
+                                    harness_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -161,6 +161,39 @@ static void test_fua_writes_group_commit(void **state)
   free(l.ev);
 }
 
+/* --cache writethrough: plain writes (no FUA) are acknowledged only after a sync that
+ * started after they completed; one completing while a sync runs waits for the next sync,
+ * shared with the others (2 syncs for 4 writes); a FLUSH afterwards needs no sync. */
+static void test_writethrough_writes_group_commit(void **state)
+{
+  struct ctx *c = *state;
+  struct wdesc w[4];
+  struct treq *r[4];
+
+  harness_channels_set(c, 1);
+  harness_ctl(c, "rule stall-done flush count=1"); /* S1 runs; its completion is held */
+  r[0] = harness_submit_write(c, 10, false);
+  w[0] = (struct wdesc){r[0]->id, 10, true}; /* durable at its acknowledgement */
+  harness_ctl(c, "wait-stalled 1 5000");
+  for (int i = 1; i < 4; i++) {
+    r[i] = harness_submit_write(c, 10 + (uint64_t)i, false);
+    w[i] = (struct wdesc){r[i]->id, 10 + (uint64_t)i, true};
+  }
+  usleep(50000);
+  for (int i = 0; i < 4; i++) {
+    assert_false(harness_is_done(r[i])); /* written, but not durable yet */
+  }
+  harness_ctl(c, "release all");
+  for (int i = 0; i < 4; i++) {
+    assert_int_equal(harness_wait_free(r[i]), 0);
+  }
+  assert_int_equal(harness_wait_free(harness_submit_flush(c)), 0);
+  struct log l = harness_log_get(c);
+  harness_check_invariant(&l, w, 4);
+  assert_int_equal(harness_count_events(&l, FAULTY_EV_SUBMIT, BACKING_OP_FLUSH), 2);
+  free(l.ev);
+}
+
 /* A failed sync: that FLUSH, the FLUSHes waiting for the next sync, every later FLUSH and
  * FUA write fail with EIO; the backing sees no further sync. Plain writes still work. */
 static void test_sync_error_is_sticky(void **state)
@@ -475,6 +508,8 @@ int main(void)
     HARNESS_TEST(test_sync_error_fails_every_channel),
     HARNESS_TEST(test_close_waits_for_an_orphan_sync),
     HARNESS_TEST(test_file_sync_channels),
+    cmocka_unit_test_setup_teardown(test_writethrough_writes_group_commit,
+                                    harness_setup_writethrough, harness_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,8 +2,10 @@
 """workload.py: the mixed write load of the crash tests and its checkers (/usr/bin/python3).
 
   workload.py run URI LOG [--conns 4] [--threads 2] [--slots N] [--ops N] [--seconds S]
-                          [--unique] [--seed N] [--ready FILE]
-      WRITEs (some with FUA) and FLUSHes from --conns connections, --threads threads each.
+                          [--unique] [--seed N] [--ready FILE] [--write-through]
+      WRITEs (some with FUA) and FLUSHes from --conns connections, --threads threads each;
+      with --write-through (a server under --cache writethrough or directsync) plain WRITEs
+      only, no FLUSH and no FUA, and every acknowledged write counts as durable.
       Every thread owns its slots (4 KiB blocks) and writes them with increasing versions
       (dgdur.block), one request at a time; with --unique every write goes to a fresh slot
       (version 1). Stops after --ops requests per thread, after --seconds, or at the first
@@ -15,7 +17,7 @@
       After a crash and a restart: every slot must hold, in every sector, a version between
       its guaranteed one and the last one sent. Guaranteed: the highest version acknowledged
       with FUA, or acknowledged before a FLUSH (any connection: multi-conn) was sent whose
-      reply came back.
+      reply came back, or acknowledged at all in a --write-through log.
 
   workload.py enumerate CTL LOG DIR
       Crash-point enumeration against the faulty backing's event log (recorded while the
@@ -69,7 +71,7 @@ def run(a):
                 return
             r = rnd.random()
             try:
-                if r < 0.15:
+                if r < 0.15 and not a.write_through:
                     rec = {"t_send": now(), "t_ack": None, "ok": False}
                     with lock:
                         flushes.append(rec)
@@ -83,7 +85,7 @@ def run(a):
                     else:
                         slot = rnd.choice(mine)
                     version[slot] += 1
-                    fua = r > 0.75
+                    fua = r > 0.75 and not a.write_through
                     rec = {"slot": slot, "version": version[slot], "fua": fua,
                            "t_send": now(), "t_ack": None, "ok": False}
                     with lock:
@@ -105,7 +107,8 @@ def run(a):
             h.shutdown()
         except nbd.Error:
             pass
-    json.dump({"writes": writes, "flushes": flushes, "slots": slots}, open(a.log, "w"))
+    json.dump({"writes": writes, "flushes": flushes, "slots": slots,
+               "write_through": a.write_through}, open(a.log, "w"))
     print(f"workload: {len(writes)} writes ({sum(w['ok'] for w in writes)} acknowledged, "
           f"{sum(w['fua'] and w['ok'] for w in writes)} with FUA), {len(flushes)} flushes "
           f"({sum(f['ok'] for f in flushes)} acknowledged)")
@@ -120,7 +123,7 @@ def guaranteed_at(log, t):
     for w in log["writes"]:
         if not w["ok"] or w["t_ack"] >= t:
             continue
-        if w["fua"] or (latest_flush_send is not None and w["t_ack"] < latest_flush_send):
+        if w["fua"] or log.get("write_through") or (latest_flush_send is not None and w["t_ack"] < latest_flush_send):
             out.add((w["slot"], w["version"]))
     return out
 
@@ -166,7 +169,7 @@ def enumerate_points(a):
     flushes = sorted((f for f in log["flushes"] if f["ok"]), key=lambda f: f["t_ack"])
     required_from = {}
     for w in writes:
-        t = w["t_ack"] if w["fua"] else None
+        t = w["t_ack"] if w["fua"] or log.get("write_through") else None
         for f in flushes:
             if f["t_send"] > w["t_ack"]:
                 if t is None or f["t_ack"] < t:
@@ -210,7 +213,9 @@ def enumerate_points(a):
                 bad += 1
                 if bad <= 10:
                     w = slot_version[slot]
-                    print(f"enumerate: crash point {k}: slot {slot} ({'FUA' if w['fua'] else 'flushed'}"
+                    how = "write-through" if log.get("write_through") else \
+                        "FUA" if w["fua"] else "flushed"
+                    print(f"enumerate: crash point {k}: slot {slot} ({how}"
                           f" write acknowledged at {w['t_ack']}, required from "
                           f"{required_from[slot]}) reads back as versions {v}")
     if fd is not None:
@@ -236,6 +241,8 @@ def main():
     r.add_argument("--unique", action="store_true")
     r.add_argument("--seed", type=int, default=1)
     r.add_argument("--ready", help="file to create once connected")
+    r.add_argument("--write-through", action="store_true",
+                   help="no FLUSH, no FUA: every acknowledged write must be durable")
     v = sub.add_parser("verify")
     v.add_argument("uri")
     v.add_argument("log")

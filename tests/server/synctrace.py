@@ -1,9 +1,14 @@
 # SPDX-License-Identifier: MIT
-"""synctrace.py: the C19 client and strace-log checker (flush_syncs.sh).
+"""synctrace.py: the C19 client and strace-log checker (flush_syncs.sh, writethrough_syncs.sh).
 
   synctrace.py client URI OUT.json   WRITE A, FLUSH, WRITE C with FUA; saves the cookies
   synctrace.py check LOG MODE IN.json  checks the server's trace (strace -f -s 64 -xx of
                                        fdatasync, fsync, sync_file_range, pwrite*, sendmsg)
+  synctrace.py client-through URI OUT.json   write-through: 3 WRITEs, a TRIM and a
+                                       WRITE_ZEROES in flight at once, no FLUSH, no FUA
+  synctrace.py check-through LOG IN.json  each of them replied to only after an fdatasync
+                                       (or fsync) that started after its data reached the
+                                       file (pwrite*/fallocate returned) and returned 0
 
 A reply is found in the trace by its cookie: the server's sendmsg whose bytes hold a reply
 magic followed, 8 bytes on, by the request's cookie. Lines of one strace -f log are in the
@@ -36,6 +41,63 @@ def client(uri, out):
         cookies["C"] = wait(h.aio_pwrite(b"\xc3" * LEN, C_OFF))
     h.shutdown()
     json.dump(cookies, open(out, "w"))
+
+
+# write-through requests: name -> (offset, length); the file is 16 MiB
+THROUGH = {"W1": (1 << 20, LEN), "W2": (2 << 20, LEN), "W3": (3 << 20, LEN),
+           "TRIM": (5 << 20, 1 << 20), "ZERO": (7 << 20, 1 << 20)}
+
+
+def client_through(uri, out):
+    import nbd
+    h = nbd.NBD()
+    h.connect_uri(uri)
+    cookies = {"fua": h.can_fua(), "flush": h.can_flush(), "trim": h.can_trim(),
+               "zero": h.can_zero()}
+    for name in ("W1", "W2", "W3"):
+        off, n = THROUGH[name]
+        cookies[name] = h.aio_pwrite(bytes([0xb0 + int(name[1])]) * n, off)
+    cookies["TRIM"] = h.aio_trim(THROUGH["TRIM"][1], THROUGH["TRIM"][0])
+    cookies["ZERO"] = h.aio_zero(THROUGH["ZERO"][1], THROUGH["ZERO"][0])
+    for name in THROUGH:
+        while not h.aio_command_completed(cookies[name]):
+            h.poll(-1)
+    h.shutdown()
+    json.dump(cookies, open(out, "w"))
+
+
+def fallocate_at(events, off):
+    """The completed fallocate calls whose range holds file offset off (TRIM, ZERO)."""
+    found = []
+    for ev in events:
+        if ev["name"] != "fallocate" or "exit" not in ev or ev.get("ret") != 0:
+            continue
+        m = re.search(r", (\d+), (\d+)\s*(?:<unfinished \.\.\.>)?\)", ev["args"])
+        if m and int(m.group(1)) <= off < int(m.group(1)) + int(m.group(2)):
+            found.append(ev)
+    return found
+
+
+def check_through(log, cookies_file):
+    c = json.load(open(cookies_file))
+    assert c["flush"] and c["fua"], "write-through: FLUSH/FUA no longer advertised"
+    assert c["trim"] and c["zero"], "write-through: TRIM/WRITE_ZEROES not advertised"
+    ev = parse(log)
+    good = [e for e in ev if e["name"] in ("fdatasync", "fsync") and e.get("ret") == 0]
+    out = []
+    for name, (off, _) in THROUGH.items():
+        data = write_at(ev, off) + fallocate_at(ev, off)
+        assert data, f"{name}: no pwrite/fallocate at {off} in the trace (strace not attached?)"
+        done = max(d["exit"] for d in data)
+        reply = reply_line(ev, c[name])
+        assert done < reply, f"{name}: replied to (line {reply}) before its data reached the " \
+                             f"file (line {done})"
+        cover = [s for s in good if done < s["entry"] and s["exit"] < reply]
+        assert cover, f"{name}: replied to at line {reply} with no sync between its data " \
+                      f"(done at line {done}) and the reply (syncs at lines " \
+                      f"{[(s['name'], s['entry'], s.get('exit')) for s in good]})"
+        out.append(f"{name}: {cover[0]['name']} at line {cover[0]['entry']}")
+    return "; ".join(out)
 
 
 CALL = re.compile(r"^(\d+)\s+(?:<\.\.\. (\w+) resumed>|(\w+)\()(.*)$")
@@ -75,10 +137,11 @@ def write_at(events, off):
             continue
         # pwrite64(fd, buf, count, offset) / pwritev*(fd, iov, iovcnt, offset[, flags])
         if ev["name"] == "pwrite64":
-            m2 = re.search(r", (\d+), (\d+)\)", ev["args"])
+            m2 = re.search(r", (\d+), (\d+)\s*(?:<unfinished \.\.\.>)?\)", ev["args"])
             count, start, flags = int(m2.group(1)), int(m2.group(2)), ""
         else:
-            m2 = re.search(r"iov_len=(\d+)\}\], \d+, (\d+)(?:, ([\w|]+))?\)", ev["args"])
+            m2 = re.search(r"iov_len=(\d+)\}\], \d+, (\d+)(?:, ([\w|]+))?\s*"
+                           r"(?:<unfinished \.\.\.>)?\)", ev["args"])
             count, start, flags = int(m2.group(1)), int(m2.group(2)), m2.group(3) or ""
         if start <= off < start + count:
             ev["flags"] = flags
@@ -143,6 +206,10 @@ if __name__ == "__main__":
     try:
         if sys.argv[1] == "client":
             client(sys.argv[2], sys.argv[3])
+        elif sys.argv[1] == "client-through":
+            client_through(sys.argv[2], sys.argv[3])
+        elif sys.argv[1] == "check-through":
+            print(check_through(sys.argv[2], sys.argv[3]))
         else:
             print(f"--sync {sys.argv[3]}: " + check(sys.argv[2], sys.argv[3], sys.argv[4]))
     except AssertionError as e:
