@@ -45,6 +45,8 @@ struct conn {
   atomic_uint failures;        /* requests that failed in the backing (log rate limit) */
   atomic_uint refusals;        /* requests refused before the backing (log rate limit) */
   atomic_uint option_refusals; /* options refused in the handshake (log rate limit) */
+  atomic_uint backing_busy;    /* requests (or parts) submitted and not yet completed by
+                                  the backing (txn.c): the shutdown drain waits for them */
   const char *handshake_cut;   /* set by handshake_run when a read of an option failed: the
                                   option's name (nbd_option_name), or "" for its header;
                                   server.c logs it if the peer closed (not the server) */
@@ -70,6 +72,10 @@ struct conn {
                                   --max-handshakes or --max-connections (2) */
   bool ending;                 /* admit_ending: no more requests are read; it will end */
   struct timespec handshake_deadline; /* CLOCK_MONOTONIC */
+  /* the shutdown drain (server.c), main thread under server->lock */
+  bool drain_quiet;            /* seen with nothing in the backing since drain_quiet_since */
+  struct timespec drain_quiet_since; /* CLOCK_MONOTONIC */
+  bool drain_cut;              /* shut down by the drain: its replies are dropped */
   /* server list */
   struct conn *prev, *next;
 };

@@ -442,6 +442,7 @@ int serve_main(int argc, char **argv)
   struct export *e = NULL;
   struct export **exports = NULL;
   size_t nls = 0;
+  enum server_drain drained;
   int status, sfd, sig;
 
   status = serve_args_parse(argc, argv, &cfg);
@@ -495,13 +496,13 @@ int serve_main(int argc, char **argv)
   for (size_t i = 0; i < nls; i++) {
     listen_close(&ls[i]);
   }
-  if (!server_conns_drain(&server)) {
-    /* A handshake thread is blocked in librados opening the export: it cannot be joined,
-     * and exit() would run librados' destructors under it. Nothing was opened, so nothing
-     * needs a last sync. */
+  drained = server_conns_drain(&server);
+  if (drained == SERVER_DRAIN_ABANDONED || drained == SERVER_DRAIN_ATTACHING) {
+    /* A connection thread is blocked (in the backing, or in librados opening the export):
+     * it cannot be joined, and exit() would run librados' destructors under it. */
     pid_file_remove(&pid_file);
     fflush(NULL);
-    _exit(sig > 0 ? 0 : 1);
+    _exit(sig > 0 && drained == SERVER_DRAIN_ATTACHING ? 0 : 1);
   }
   if (server.nloops > 0) {
     loop_stop_all(server.loops, server.nloops);
@@ -511,5 +512,6 @@ int serve_main(int argc, char **argv)
   tls_server_teardown();
   pid_file_remove(&pid_file);
   close(sfd);
-  return sig > 0 ? 0 : 1; /* 1: stopped by a failure, not by a signal */
+  /* 1: stopped by a failure, not by a signal, or replies were dropped */
+  return sig > 0 && drained == SERVER_DRAIN_DONE ? 0 : 1;
 }

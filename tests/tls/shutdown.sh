@@ -4,9 +4,8 @@
 # gets its reply, as a plain client does (tls-rules checks the close_notify of an idle
 # client). The drain's shutdown(SHUT_RD) must not reach GnuTLS as an end of stream without
 # close_notify, which it would take for a truncation attack (the session invalidated, the
-# reply and the close_notify never sent, though the write landed). Both engines (TLS
-# connections use threads either way); the backing holds each WRITE 3 s, past the 1 s
-# shutdown grace.
+# reply and the close_notify never sent, though the write landed). TLS connections use
+# threads with either engine; the backing holds each WRITE 3 s after the signal.
 . "$SRCDIR/tests/lib.sh"
 export PYTHONDONTWRITEBYTECODE=1
 export DISKGATE_TEST_FAULTS=$T/ctl
