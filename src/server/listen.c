@@ -24,6 +24,25 @@
 #include "util/log.h"
 
 #define UNIX_SNDBUF_BYTES (4 * 1024 * 1024)
+#define BACKLOG_MIN 4096 /* asked for when /proc does not tell the system's maximum */
+
+/* The listen(2) backlog: the system's maximum, net.core.somaxconn (the kernel caps a
+ * larger value to it), and at least BACKLOG_MIN. When many clients reconnect at once (a
+ * host's VMs after a restart), a short queue leaves TCP clients waiting for a greeting
+ * that never comes and refuses Unix clients ("server backlog overflowed"). */
+static int listen_backlog(void)
+{
+  FILE *f = fopen("/proc/sys/net/core/somaxconn", "re");
+  int max = 0;
+
+  if (f != NULL) {
+    if (fscanf(f, "%d", &max) != 1) {
+      max = 0;
+    }
+    fclose(f);
+  }
+  return max > BACKLOG_MIN ? max : BACKLOG_MIN;
+}
 
 int listen_parse_address(const char *text, char *host, size_t host_size, unsigned *port)
 {
@@ -93,7 +112,7 @@ static int bind_one(const struct addrinfo *ai)
   if (ai->ai_family == AF_INET6) {
     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
   }
-  if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 128) < 0) {
+  if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, listen_backlog()) < 0) {
     rc = -errno;
     close(fd);
     return rc;
@@ -206,7 +225,7 @@ int listen_open_unix(struct listener *l, const char *path)
       return rc;
     }
   }
-  if (listen(fd, 128) < 0) {
+  if (listen(fd, listen_backlog()) < 0) {
     rc = -errno;
     close(fd);
     unlink(path);
