@@ -11,7 +11,7 @@
 command -v qemu-io >/dev/null || { echo "SKIP: no qemu-io"; exit 77; }
 command -v qemu-nbd >/dev/null || { echo "SKIP: no qemu-nbd"; exit 77; }
 
-NW=500          # writes per run, one 4 KiB block each
+NW=300          # writes per run, one 4 KiB block each
 SOCK=$T/restart.sock
 PORT=$(free_port)
 truncate -s 4M "$T/disk.img"
@@ -53,11 +53,11 @@ run() {
   server_start "$kind" "$engine" "$via"
   local args=() i
   for ((i = 0; i < NW; i++)); do
-    args+=(-c "write -P $((i % 255 + 1)) $((i * 4096)) 4k" -c "sleep 4")
+    args+=(-c "write -P $((i % 255 + 1)) $((i * 4096)) 4k" -c "sleep 3")
   done
   qemu-io --image-opts "$opts" "${args[@]}" >"$T/qio.out" 2>&1 &
   local qio=$!
-  sleep 0.8
+  sleep 0.5
   kill -0 "$qio" 2>/dev/null || { cat "$T/qio.out" >&2; fail "qemu-io ended before the restart ($kind $engine $via)"; }
   kill -TERM "$SRV_PID"
   rc=0; wait "$SRV_PID" || rc=$?
