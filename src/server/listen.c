@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -237,6 +238,38 @@ int listen_open_unix(struct listener *l, const char *path)
   return 0;
 }
 
+int listen_adopt(struct listener *l, int fd, const char *host, const char *unix_path)
+{
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof ss;
+
+  memset(l, 0, sizeof *l);
+  l->fd = -1;
+  if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0 ||
+      (unix_path != NULL) != (ss.ss_family == AF_UNIX)) {
+    return -EINVAL;
+  }
+  if (unix_path != NULL) {
+    l->unix_path = strdup(unix_path);
+    if (l->unix_path == NULL) {
+      return -ENOMEM;
+    }
+    (void)file_ident_of_path(unix_path, &l->unix_file);
+  } else {
+    l->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                             : ((struct sockaddr_in *)&ss)->sin_port);
+    snprintf(l->host, sizeof l->host, "%s", host);
+  }
+  l->fd = fd;
+  return 0;
+}
+
+void listen_keep_file(struct listener *l)
+{
+  free(l->unix_path);
+  l->unix_path = NULL;
+}
+
 /* The connection's name in the log: ADDR:PORT for TCP; for a Unix socket, which has no
  * peer address, the socket's path and the connection's number since start-up (the fd
  * would be reused by the next connection and name two clients alike). Accept thread. */
@@ -339,7 +372,10 @@ int listen_run(struct server *s, struct listener *ls, size_t n, int stop_fd)
     }
   }
   /* Why it stops, before the spells' last lines, which say "before the server stopped". */
-  if (rc > 0) {
+  if (rc == SIGUSR2) {
+    log_info("signal %d (%s): starting a new server on these listeners, then finishing "
+             "in-flight requests and exiting", rc, strsignal(rc));
+  } else if (rc > 0) {
     log_info("signal %d (%s): finishing in-flight requests, then exiting", rc, strsignal(rc));
   } else {
     log_error("cannot wait for connections (poll: %s): finishing in-flight requests, then "
