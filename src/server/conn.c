@@ -15,7 +15,8 @@
  * client that stops reading its replies stalls only its own writer, never an engine thread.
  * At most server->max_inflight requests are in flight per connection. On NBD_CMD_DISC, end
  * of stream, a protocol error or shutdown the reader stops and waits until every in-flight
- * request has been replied to (spec rule 33). Once a reply cannot be sent the reader starts
+ * request has been replied to (spec rule 33); at shutdown a request read after the signal
+ * is not started and gets no reply (server.h, server_conns_drain). Once a reply cannot be sent the reader starts
  * nothing more (the event-loop path does the same: conn_loop.c, reading_stop).
  */
 #include <errno.h>
@@ -137,6 +138,16 @@ static bool inflight_wait(struct conn *c, unsigned limit, bool take, size_t cost
   return gone;
 }
 
+/* Takes back what inflight_wait counted for a request that is not started. Reader. */
+static void inflight_uncount(struct conn *c, size_t cost)
+{
+  pthread_mutex_lock(&c->lock);
+  c->inflight--;
+  c->inflight_bytes -= cost;
+  pthread_cond_broadcast(&c->cond);
+  pthread_mutex_unlock(&c->lock);
+}
+
 /* Replies `error` to a request that never reached the backing. */
 static int reply_refuse(struct conn *c, const struct nbd_request *req, uint32_t error,
                         const char *message)
@@ -182,6 +193,10 @@ static int request_handle_one(struct conn *c, const struct nbd_export_limits *li
   if (rc < 0) {
     return rc;
   }
+  if (atomic_load(&c->server->stopping)) {
+    return -ESHUTDOWN; /* read after the signal: left unanswered; a reconnecting client
+                          re-sends it */
+  }
   if (req.type == NBD_CMD_DISC) {
     return 1;
   }
@@ -196,8 +211,7 @@ static int request_handle_one(struct conn *c, const struct nbd_export_limits *li
         return rc;
       }
     }
-    return reply_refuse(c, &req, error, error == NBD_ESHUTDOWN ? "server is shutting down"
-                                                               : "request refused: invalid for this export");
+    return reply_refuse(c, &req, error, "request refused: invalid for this export");
   }
   /* Once a reply could not be sent the peer is gone: what it queued before it went is still
    * readable on a Unix socket after shutdown(SHUT_RD), and starting it would only burn the
@@ -221,6 +235,12 @@ static int request_handle_one(struct conn *c, const struct nbd_export_limits *li
   if (inflight_wait(c, c->server->max_inflight, true, r->cost)) {
     txn_free(r);
     return -ECONNRESET;
+  }
+  if (atomic_load(&c->server->stopping)) {
+    /* the signal came while its payload arrived or it waited for room: not started */
+    inflight_uncount(c, r->cost);
+    txn_free(r);
+    return -ESHUTDOWN;
   }
   if (!txn_split_start(c, r, NULL, false)) {
     txn_submit(r, false);

@@ -49,6 +49,8 @@ struct conn {
   struct txn_counts counts;    /* requests read, by kind (txn_check): written only by the
                                   connection's reading thread (reader or loop), read by
                                   server.c after transmission has ended */
+  atomic_uint backing_busy;    /* requests (or parts) submitted and not yet completed by
+                                  the backing (txn.c): the shutdown drain waits for them */
   const char *handshake_cut;   /* set by handshake_run when a read of an option failed: the
                                   option's name (nbd_option_name), or "" for its header;
                                   server.c logs it if the peer closed (not the server) */
@@ -74,6 +76,10 @@ struct conn {
                                   --max-handshakes or --max-connections (2) */
   bool ending;                 /* admit_ending: no more requests are read; it will end */
   struct timespec handshake_deadline; /* CLOCK_MONOTONIC */
+  /* the shutdown drain (server.c), main thread under server->lock */
+  bool drain_quiet;            /* seen with nothing in the backing since drain_quiet_since */
+  struct timespec drain_quiet_since; /* CLOCK_MONOTONIC */
+  bool drain_cut;              /* shut down by the drain: its replies are dropped */
   /* server list */
   struct conn *prev, *next;
 };

@@ -13,7 +13,9 @@
  * write that must wait for another connection's overlapping write (fence.h) is parked
  * and started by the completion that unblocks it (txn_submit), never waited for on the
  * loop. The connection is finished once reading has stopped (DISC, the peer closed, a
- * protocol error, shutdown) and every request has been replied to.
+ * protocol error, shutdown) and every request has been replied to. At shutdown nothing
+ * more is parsed or started (server.h, server_conns_drain): requests left in the receive
+ * buffer, and a WRITE whose payload is still arriving, get no reply.
  */
 #include "server/conn_loop.h"
 
@@ -193,6 +195,12 @@ static void parse(struct conn *c)
   lc->parse_blocked = false;
   while (!lc->reading_done && lc->payload_req == NULL) {
     size_t avail = lc->rend - lc->rstart;
+    if (atomic_load(&c->server->stopping)) {
+      /* what is left in rbuf came after the signal: dropped unanswered; a reconnecting
+       * client re-sends it */
+      reading_stop(c, NULL);
+      break;
+    }
     if (lc->inflight >= c->server->max_inflight) {
       lc->parse_blocked = true;
       break;
@@ -240,8 +248,7 @@ static void parse(struct conn *c)
         break;
       }
       lc->discard_left = payload; /* dropped as it arrives (spec rule 24) */
-      refuse(c, &req, error, error == NBD_ESHUTDOWN ? "server is shutting down"
-                                                    : "request refused: invalid for this export");
+      refuse(c, &req, error, "request refused: invalid for this export");
       continue;
     }
     struct conn_req *r = txn_alloc(c, &req, payload);
@@ -322,7 +329,10 @@ static void conn_loop_on_recv(struct conn *c, int32_t res)
   }
   if (lc->payload_req != NULL) {
     lc->payload_got += (uint64_t)res;
-    if (lc->payload_got == lc->payload_req->req.length) {
+    if (lc->payload_got == lc->payload_req->req.length &&
+        atomic_load(&c->server->stopping)) {
+      reading_stop(c, NULL); /* not started: conn_loop_advance drops it (payload_abandon) */
+    } else if (lc->payload_got == lc->payload_req->req.length) {
       struct conn_req *r = lc->payload_req;
       lc->payload_req = NULL;
       submit(c, r);

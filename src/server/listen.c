@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,25 @@
 #include "util/log.h"
 
 #define UNIX_SNDBUF_BYTES (4 * 1024 * 1024)
+#define BACKLOG_MIN 4096 /* asked for when /proc does not tell the system's maximum */
+
+/* The listen(2) backlog: the system's maximum, net.core.somaxconn (the kernel caps a
+ * larger value to it), and at least BACKLOG_MIN. When many clients reconnect at once (a
+ * host's VMs after a restart), a short queue leaves TCP clients waiting for a greeting
+ * that never comes and refuses Unix clients ("server backlog overflowed"). */
+static int listen_backlog(void)
+{
+  FILE *f = fopen("/proc/sys/net/core/somaxconn", "re");
+  int max = 0;
+
+  if (f != NULL) {
+    if (fscanf(f, "%d", &max) != 1) {
+      max = 0;
+    }
+    fclose(f);
+  }
+  return max > BACKLOG_MIN ? max : BACKLOG_MIN;
+}
 
 int listen_parse_address(const char *text, char *host, size_t host_size, unsigned *port)
 {
@@ -93,7 +113,7 @@ static int bind_one(const struct addrinfo *ai)
   if (ai->ai_family == AF_INET6) {
     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
   }
-  if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 128) < 0) {
+  if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, listen_backlog()) < 0) {
     rc = -errno;
     close(fd);
     return rc;
@@ -206,7 +226,7 @@ int listen_open_unix(struct listener *l, const char *path)
       return rc;
     }
   }
-  if (listen(fd, 128) < 0) {
+  if (listen(fd, listen_backlog()) < 0) {
     rc = -errno;
     close(fd);
     unlink(path);
@@ -216,6 +236,38 @@ int listen_open_unix(struct listener *l, const char *path)
   l->unix_path = strdup(path);
   l->fd = fd;
   return 0;
+}
+
+int listen_adopt(struct listener *l, int fd, const char *host, const char *unix_path)
+{
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof ss;
+
+  memset(l, 0, sizeof *l);
+  l->fd = -1;
+  if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0 ||
+      (unix_path != NULL) != (ss.ss_family == AF_UNIX)) {
+    return -EINVAL;
+  }
+  if (unix_path != NULL) {
+    l->unix_path = strdup(unix_path);
+    if (l->unix_path == NULL) {
+      return -ENOMEM;
+    }
+    (void)file_ident_of_path(unix_path, &l->unix_file);
+  } else {
+    l->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                             : ((struct sockaddr_in *)&ss)->sin_port);
+    snprintf(l->host, sizeof l->host, "%s", host);
+  }
+  l->fd = fd;
+  return 0;
+}
+
+void listen_keep_file(struct listener *l)
+{
+  free(l->unix_path);
+  l->unix_path = NULL;
 }
 
 /* The connection's name in the log: ADDR:PORT for TCP; for a Unix socket, which has no
@@ -320,7 +372,10 @@ int listen_run(struct server *s, struct listener *ls, size_t n, int stop_fd)
     }
   }
   /* Why it stops, before the spells' last lines, which say "before the server stopped". */
-  if (rc > 0) {
+  if (rc == SIGUSR2) {
+    log_info("signal %d (%s): starting a new server on these listeners, then finishing "
+             "in-flight requests and exiting", rc, strsignal(rc));
+  } else if (rc > 0) {
     log_info("signal %d (%s): finishing in-flight requests, then exiting", rc, strsignal(rc));
   } else {
     log_error("cannot wait for connections (poll: %s): finishing in-flight requests, then "

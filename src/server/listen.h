@@ -38,6 +38,16 @@ int listen_open_tcp(struct listener *l, const char *host, unsigned port);
  * Returns 0 or -errno. */
 int listen_open_unix(struct listener *l, const char *path);
 
+/* Takes `fd`, a listening socket inherited from the process this one replaces (reexec.h),
+ * as listener l: TCP on `host` (as given on the command line) when unix_path is NULL, else
+ * the Unix socket at unix_path (its file is removed at close as for listen_open_unix).
+ * Returns 0, or -EINVAL when fd is not of that kind (fd is then left open), -ENOMEM. */
+int listen_adopt(struct listener *l, int fd, const char *host, const char *unix_path);
+
+/* Forgets a Unix listener's socket file, so that listen_close leaves it in place: a new
+ * process accepts on this socket now (reexec.h). */
+void listen_keep_file(struct listener *l);
+
 /* Accepts connections on the listeners and hands them to the server until a signal in
  * `stop_fd` (a signalfd) arrives. Returns the signal number (> 0), or -errno when it can
  * no longer wait for connections (poll(2) failed other than with EINTR or ENOMEM, which

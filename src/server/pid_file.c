@@ -248,3 +248,11 @@ void pid_file_remove(const struct pid_file *pf)
     close(pf->fd); /* after the unlink: the lock is held while the name exists */
   }
 }
+
+void pid_file_release(struct pid_file *pf)
+{
+  if (pf->path != NULL) {
+    close(pf->fd);
+    pf->path = NULL;
+  }
+}

@@ -55,4 +55,9 @@ int pid_file_write(struct pid_file *pf, const char *path, char *err, size_t errl
  * say) is ignored: the server is exiting anyway. Call it once. */
 void pid_file_remove(const struct pid_file *pf);
 
+/* Drops the lock and forgets the file without removing it: a new server that takes over
+ * (reexec.h) finds it stale and writes its own pid there. Afterwards pid_file_remove does
+ * nothing, and pid_file_write may write it again (when the new server could not start). */
+void pid_file_release(struct pid_file *pf);
+
 #endif

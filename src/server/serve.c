@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* serve.c: `diskgate serve [OPTIONS] PATH`: reads the command line (serve_args.h), opens the
  * backing and the export, binds the listeners, prints one URI per listener (doc/uri.md),
- * then accepts until SIGINT/SIGTERM/SIGHUP, drains the connections and exits 0. */
+ * then accepts until SIGINT/SIGTERM/SIGHUP, drains the connections and exits 0; SIGUSR2
+ * first hands the listeners to a new copy of the server (reexec.h). */
 #include "server/serve.h"
 
 #include <errno.h>
@@ -27,6 +28,7 @@
 #include "server/listen_hosts.h"
 #include "io/loop.h"
 #include "server/pid_file.h"
+#include "server/reexec.h"
 #include "server/serve_args.h"
 #include "server/server.h"
 #include "server/tls.h"
@@ -60,6 +62,25 @@ static void uri_mark_tls(char *uri, size_t size)
     memmove(uri + 4, uri + 3, len - 3 + 1);
     uri[3] = 's';
   }
+}
+
+/* Taking over from the process `old` (reexec.h), which holds the image's lock until it has
+ * drained: retries backing_open every 20 ms while it refuses the image as busy and `old`
+ * still runs, up to SERVER_SHUTDOWN_DRAIN_S and 15 s more. Returns what backing_open last
+ * returned. */
+static int open_after_old(const char *path, const struct backing_options *opts, pid_t old,
+                          struct backing **b)
+{
+  int rc = -EBUSY;
+
+  for (long ms = 0; rc == -EBUSY && ms < (SERVER_SHUTDOWN_DRAIN_S + 15) * 1000L; ms += 20) {
+    if (kill(old, 0) < 0 && errno == ESRCH) {
+      return backing_open(path, opts, b); /* gone: busy now means another server */
+    }
+    usleep(20000);
+    rc = backing_open(path, opts, b);
+  }
+  return rc;
 }
 
 static int open_export(const struct serve_config *cfg, struct engine *engine,
@@ -104,6 +125,9 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
     return 0;
   }
   rc = backing_open(cfg->path, &opts, &b);
+  if (rc == -EBUSY && reexec_takeover_pid() > 0) {
+    rc = open_after_old(cfg->path, &opts, reexec_takeover_pid(), &b);
+  }
   if (rc == -EBUSY) {
     fprintf(stderr, "diskgate serve: %s is already served by another process (its lock is held)\n",
             cfg->path_shown);
@@ -160,14 +184,22 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
 static int open_listeners(const struct serve_config *cfg, struct listener *ls, size_t *n)
 {
   char host[256], abs[PATH_MAX];
+  int inherited[LISTEN_MAX];
+  int ninherited = reexec_inherited(inherited, LISTEN_MAX); /* a takeover (reexec.h) */
   unsigned port;
   int rc;
 
   *n = 0;
+  if (ninherited < 0) {
+    fprintf(stderr, "diskgate serve: %s does not name listening sockets\n", REEXEC_FDS_ENV);
+    return 2;
+  }
   if (cfg->listen_addr != NULL || cfg->socket_path == NULL) {
     const char *addr = cfg->listen_addr != NULL ? cfg->listen_addr : "127.0.0.1:10809";
     rc = listen_parse_address(addr, host, sizeof host, &port);
-    if (rc == 0) {
+    if (rc == 0 && ninherited > 0) {
+      rc = (int)*n < ninherited ? listen_adopt(&ls[*n], inherited[*n], host, NULL) : -EINVAL;
+    } else if (rc == 0) {
       rc = listen_open_tcp(&ls[*n], host, port);
     }
     if (rc < 0) {
@@ -197,7 +229,13 @@ static int open_listeners(const struct serve_config *cfg, struct listener *ls, s
     } else {
       rc = snprintf(abs, sizeof abs, "%s", cfg->socket_path) >= (int)sizeof abs ? -ENAMETOOLONG : 0;
     }
-    if (rc == 0) {
+    if (rc == 0 && ninherited > 0) {
+      rc = (int)*n < ninherited ? listen_adopt(&ls[*n], inherited[*n], NULL, abs) : -EINVAL;
+      if (rc < 0) {
+        fprintf(stderr, "diskgate serve: %s does not match --listen and --socket\n",
+                REEXEC_FDS_ENV);
+      }
+    } else if (rc == 0) {
       rc = listen_open_unix(&ls[*n], abs);
       if (rc < 0) {
         char shown[LOG_SHOWN_MAX], text[128];
@@ -310,8 +348,8 @@ static void serve_raise_fd_limit(void)
   }
 }
 
-/* Blocks SIGINT, SIGTERM and SIGHUP in every thread to come and returns a signalfd that
- * reads them, or -errno. Each one shuts down cleanly (SIGHUP too, as nbdkit does: a closed
+/* Blocks SIGINT, SIGTERM, SIGHUP and SIGUSR2 in every thread to come and returns a signalfd
+ * that reads them, or -errno. Each one shuts down cleanly (SIGHUP too, as nbdkit does: a closed
  * terminal must not leave the socket file and requests in flight behind), except a SIGHUP
  * that was ignored when diskgate started (nohup): a blocked signal is delivered even when
  * ignored, so it is left out of the mask. SIGPIPE is ignored: sends use MSG_NOSIGNAL,
@@ -325,6 +363,7 @@ static int serve_signals_open(void)
   sigemptyset(&mask);
   sigaddset(&mask, SIGINT);
   sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGUSR2); /* a restart that refuses no connect (reexec.h) */
   if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler != SIG_IGN) {
     sigaddset(&mask, SIGHUP); /* not under nohup: a SIGHUP ignored at start stays ignored */
   }
@@ -462,6 +501,34 @@ static void serve_loops_start(const struct serve_config *cfg, struct engine *eng
   }
 }
 
+/* SIGUSR2: starts a new server with this one's command line (argv, as serve_main got it:
+ * argv[-1] is main's argv[0]) that inherits the listeners, so that no connect is refused
+ * while this one drains (reexec.h). The pid file is left to the new server. Returns 0, or
+ * -1 after a log line when it could not start (this one goes on serving; the pid file is
+ * written again). Main thread. */
+static int serve_hand_over(const struct serve_config *cfg, char **argv, struct listener *ls,
+                           size_t nls, struct pid_file *pid_file)
+{
+  int fds[LISTEN_MAX];
+  pid_t pid;
+
+  for (size_t i = 0; i < nls; i++) {
+    fds[i] = ls[i].fd;
+  }
+  pid_file_release(pid_file); /* before the new server checks it */
+  pid = reexec_spawn(argv - 1, fds, nls);
+  if (pid < 0) {
+    log_error("cannot start the new server (%s); this one goes on serving", strerror(-pid));
+    (void)serve_pid_file_write(cfg, pid_file);
+    return -1;
+  }
+  log_info("the new server (pid %ld) accepts on these listeners from now on", (long)pid);
+  for (size_t i = 0; i < nls; i++) {
+    listen_keep_file(&ls[i]);
+  }
+  return 0;
+}
+
 int serve_main(int argc, char **argv)
 {
   struct serve_config cfg = {0};
@@ -472,6 +539,7 @@ int serve_main(int argc, char **argv)
   struct export *e = NULL;
   struct export **exports = NULL;
   size_t nls = 0;
+  enum server_drain drained;
   int status, sfd, sig;
 
   status = serve_args_parse(argc, argv, &cfg);
@@ -521,17 +589,19 @@ int serve_main(int argc, char **argv)
   server.exports[0] = e;
   server.nexports = 1;
   serve_loops_start(&cfg, engine, &server);
-  sig = listen_run(&server, ls, nls, sfd); /* it logs why it stopped */
+  do {
+    sig = listen_run(&server, ls, nls, sfd); /* it logs why it stopped */
+  } while (sig == SIGUSR2 && serve_hand_over(&cfg, argv, ls, nls, &pid_file) < 0);
   for (size_t i = 0; i < nls; i++) {
     listen_close(&ls[i]);
   }
-  if (!server_conns_drain(&server)) {
-    /* A handshake thread is blocked in librados opening the export: it cannot be joined,
-     * and exit() would run librados' destructors under it. Nothing was opened, so nothing
-     * needs a last sync. */
+  drained = server_conns_drain(&server);
+  if (drained == SERVER_DRAIN_ABANDONED || drained == SERVER_DRAIN_ATTACHING) {
+    /* A connection thread is blocked (in the backing, or in librados opening the export):
+     * it cannot be joined, and exit() would run librados' destructors under it. */
     pid_file_remove(&pid_file);
     fflush(NULL);
-    _exit(sig > 0 ? 0 : 1);
+    _exit(sig > 0 && drained == SERVER_DRAIN_ATTACHING ? 0 : 1);
   }
   if (server.nloops > 0) {
     loop_stop_all(server.loops, server.nloops);
@@ -541,5 +611,6 @@ int serve_main(int argc, char **argv)
   tls_server_teardown();
   pid_file_remove(&pid_file);
   close(sfd);
-  return sig > 0 ? 0 : 1; /* 1: stopped by a failure, not by a signal */
+  /* 1: stopped by a failure, not by a signal, or replies were dropped */
+  return sig > 0 && drained == SERVER_DRAIN_DONE ? 0 : 1;
 }

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
@@ -53,6 +55,29 @@ static void set_recv_timeout(int fd, unsigned seconds)
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 }
 
+/* At shutdown, before a TCP connection is closed: waits up to SERVER_SHUTDOWN_LINGER_MS
+ * until the peer has acknowledged every byte sent (SIOCOUTQ 0). Requests that arrived
+ * after the signal stay unread, and closing a TCP socket with unread data resets the
+ * connection, which discards what is still in the send queue: replies the client would
+ * then never get. A Unix socket's close leaves what was sent readable by the peer.
+ * Connection thread, after its last reply was sent. */
+static void conn_linger(int fd)
+{
+  int domain = AF_UNIX;
+  socklen_t len = sizeof domain;
+
+  if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0 || domain == AF_UNIX) {
+    return;
+  }
+  for (int ms = 0; ms < SERVER_SHUTDOWN_LINGER_MS; ms++) {
+    int outq = 0;
+    if (ioctl(fd, SIOCOUTQ, &outq) < 0 || outq == 0) {
+      return;
+    }
+    usleep(1000);
+  }
+}
+
 static void *conn_main(void *arg)
 {
   struct conn *c = arg;
@@ -98,6 +123,9 @@ static void *conn_main(void *arg)
   /* With TLS, close_notify before the TCP close (spec "TLS support"; spec rule 33), unless a
    * reply could not be sent: the peer is gone. Both connection threads are done here. */
   transport_close(&c->transport, !c->send_failed);
+  if (atomic_load(&s->stopping) && !c->send_failed) {
+    conn_linger(c->transport.fd);
+  }
   pthread_mutex_lock(&s->lock);
   if (c->prev != NULL) {
     c->prev->next = c->next;
@@ -231,44 +259,108 @@ static const struct export *export_attaching(const struct server *s)
   return NULL;
 }
 
-bool server_conns_drain(struct server *s)
+/* Milliseconds since `t0` (CLOCK_MONOTONIC). */
+static long ms_since(const struct timespec *t0)
 {
-  const struct export *stuck;
+  struct timespec now;
 
-  /* A grace period: connections keep being read, new requests get NBD_ESHUTDOWN and
-   * options NBD_REP_ERR_SHUTDOWN (spec rule 34), so clients can disconnect cleanly. */
-  atomic_store(&s->stopping, true);
-  pthread_mutex_lock(&s->lock);
-  conns_wait(s, SERVER_SHUTDOWN_GRACE_S);
-  tls_readers_stop(); /* first: a TLS reader must not take the EOF below for an attack */
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (long)(now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* One drain tick (about a second apart): closes each connection that has had nothing in
+ * the backing (or been negotiating) for SERVER_SHUTDOWN_SEND_S: its replies are not being
+ * read. Under s->lock. */
+static void drain_cut_quiet(struct server *s)
+{
   for (struct conn *c = s->conns; c != NULL; c = c->next) {
-    shutdown(c->transport.fd, SHUT_RD); /* readers see EOF; in-flight replies still go out */
-  }
-  /* A client that does not read its replies would hold shutdown forever: after
-   * SERVER_SHUTDOWN_SEND_S, its replies are dropped (in-flight I/O still completes). */
-  if (!conns_wait(s, SERVER_SHUTDOWN_SEND_S)) {
-    for (struct conn *c = s->conns; c != NULL; c = c->next) {
-      log_warn("%s: replies not read within %d s of shutdown; dropping them", c->peer,
-               SERVER_SHUTDOWN_SEND_S);
+    if (c->drain_cut) {
+      continue;
+    }
+    if (!c->handshaking && atomic_load(&c->backing_busy) > 0) {
+      c->drain_quiet = false;
+      continue;
+    }
+    if (!c->drain_quiet) {
+      c->drain_quiet = true;
+      clock_gettime(CLOCK_MONOTONIC, &c->drain_quiet_since);
+      continue;
+    }
+    if (ms_since(&c->drain_quiet_since) >= SERVER_SHUTDOWN_SEND_S * 1000L) {
+      if (!c->handshaking) {
+        log_warn("%s: replies not read within %d s of shutdown; dropping them", c->peer,
+                 SERVER_SHUTDOWN_SEND_S);
+      }
+      c->drain_cut = true;
       shutdown(c->transport.fd, SHUT_RDWR);
     }
   }
-  /* Every connection is shut down now and ends as soon as its thread runs, except a
-   * handshake thread inside a lazy export's backing_open (export_attach): librados may
-   * wait minutes for a cluster that does not answer, and cannot be interrupted. Such a
-   * thread is given SERVER_SHUTDOWN_SEND_S more seconds, then abandoned: nothing was
-   * acknowledged through an export that never opened. */
-  while (!conns_wait(s, SERVER_SHUTDOWN_SEND_S)) {
+}
+
+/* SERVER_SHUTDOWN_DRAIN_S have passed: closes every connection left, in one log line.
+ * Under s->lock. */
+static void drain_give_up(struct server *s)
+{
+  unsigned busy = 0;
+
+  for (struct conn *c = s->conns; c != NULL; c = c->next) {
+    busy += !c->handshaking && atomic_load(&c->backing_busy) > 0;
+    c->drain_cut = true;
+    shutdown(c->transport.fd, SHUT_RDWR);
+  }
+  log_error("shutdown: %u connection%s still had requests in the backing %d s after the "
+            "signal; closing %s without their replies", busy, busy == 1 ? "" : "s",
+            SERVER_SHUTDOWN_DRAIN_S, busy == 1 ? "it" : "them");
+}
+
+enum server_drain server_conns_drain(struct server *s)
+{
+  enum server_drain result = SERVER_DRAIN_DONE;
+  const struct export *stuck;
+  struct timespec t0;
+  long given_up_ms = -1;
+
+  /* Reading stops at once: the readers check `stopping` before they start a request, and
+   * SHUT_RD wakes those blocked in a read. Replies still go out. */
+  atomic_store(&s->stopping, true);
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  pthread_mutex_lock(&s->lock);
+  tls_readers_stop(); /* first: a TLS reader must not take the EOF below for an attack */
+  for (struct conn *c = s->conns; c != NULL; c = c->next) {
+    shutdown(c->transport.fd, SHUT_RD);
+  }
+  while (!conns_wait(s, 1)) {
+    long ms = ms_since(&t0);
+    if (given_up_ms < 0 && ms >= SERVER_SHUTDOWN_DRAIN_S * 1000L) {
+      drain_give_up(s);
+      result = SERVER_DRAIN_DROPPED;
+      given_up_ms = ms;
+      continue;
+    }
+    if (given_up_ms < 0) {
+      drain_cut_quiet(s);
+    }
+    /* Every connection left is shut down and ends as soon as its thread runs, except a
+     * thread blocked in the backing (after the give-up) or a handshake thread inside a
+     * lazy export's backing_open (export_attach): librados may wait minutes for a cluster
+     * that does not answer, and cannot be interrupted. Such threads are given
+     * SERVER_SHUTDOWN_SEND_S more seconds, then abandoned. */
     stuck = export_attaching(s);
-    if (stuck != NULL) {
+    if (stuck != NULL && ms >= 2 * SERVER_SHUTDOWN_SEND_S * 1000L) {
       log_warn("export '%s': still opening %s (the cluster does not answer); exiting "
                "without waiting for it", stuck->log_name, stuck->log_spec);
       pthread_mutex_unlock(&s->lock);
-      return false;
+      return SERVER_DRAIN_ATTACHING;
+    }
+    if (given_up_ms >= 0 && ms - given_up_ms >= SERVER_SHUTDOWN_SEND_S * 1000L) {
+      log_error("shutdown: exiting with %u connection thread%s still blocked in the backing",
+                s->nconns, s->nconns == 1 ? "" : "s");
+      pthread_mutex_unlock(&s->lock);
+      return SERVER_DRAIN_ABANDONED;
     }
   }
   pthread_mutex_unlock(&s->lock);
-  return true;
+  return result;
 }
 
 void server_destroy(struct server *s)

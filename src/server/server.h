@@ -60,20 +60,42 @@ int server_conn_start(struct server *s, int fd, const char *peer);
  * how many were closed. Main (accepting) thread, about once a second. */
 unsigned server_reap_handshakes(struct server *s);
 
-/* Seconds connections may take to leave by themselves after SIGTERM/SIGINT. */
-#define SERVER_SHUTDOWN_GRACE_S 1
-/* Seconds after that for the replies in flight to be read by their clients. */
+/* Seconds after SIGTERM/SIGINT/SIGHUP that the requests already read may take in the
+ * backing; past it the connections still waiting are closed without those replies (one
+ * log line) and the server exits 1. */
+#define SERVER_SHUTDOWN_DRAIN_S 300
+/* Seconds a connection whose requests are all done in the backing may take to have its
+ * replies read (a client that stopped reading them), or a handshake to end, during
+ * shutdown; past it its replies are dropped. */
 #define SERVER_SHUTDOWN_SEND_S 5
+/* Milliseconds a TCP connection's close waits, at shutdown, for the peer to acknowledge
+ * every reply sent (closing with unread requests resets the connection, and a reset drops
+ * what the peer has not acknowledged yet). */
+#define SERVER_SHUTDOWN_LINGER_MS 2000
 
-/* Shuts down: for up to SERVER_SHUTDOWN_GRACE_S connections keep running but new requests
- * get NBD_ESHUTDOWN (and options NBD_REP_ERR_SHUTDOWN); then reading stops on every
- * connection, in-flight requests finish and are replied to, and this waits until all
- * connection threads have ended. Returns true then; false when, SERVER_SHUTDOWN_SEND_S
- * after that, a handshake thread is still opening a lazy export's backing (a cluster
- * that does not answer): that thread still uses the export, so the caller must not
- * destroy the server and exits the process instead (nothing was acknowledged through an
- * export that never opened). Main thread, after the listeners closed. */
-bool server_conns_drain(struct server *s);
+/* The outcome of server_conns_drain. */
+enum server_drain {
+  SERVER_DRAIN_DONE,      /* every request read was replied to; every connection ended */
+  SERVER_DRAIN_DROPPED,   /* every connection ended, some without the replies of requests
+                             still in the backing after SERVER_SHUTDOWN_DRAIN_S */
+  SERVER_DRAIN_ABANDONED, /* after SERVER_DRAIN_DROPPED, a connection thread is still
+                             blocked in the backing: the caller must not destroy the server
+                             and exits the process (status 1) instead */
+  SERVER_DRAIN_ATTACHING, /* a handshake thread is still opening a lazy export's backing
+                             (a cluster that does not answer): likewise, but nothing was
+                             acknowledged through an export that never opened (status 0) */
+};
+
+/* Shuts down (doc/serve.md "Stopping and restarting"): reading stops at once on every
+ * connection (a request not read yet stays unanswered, and a client that reconnects
+ * re-sends it; no request is answered NBD_ESHUTDOWN), every request already read is
+ * finished and replied to however long its backing takes, up to SERVER_SHUTDOWN_DRAIN_S,
+ * and this waits until all connection threads have ended. A connection whose requests
+ * are all done but whose replies are not read for SERVER_SHUTDOWN_SEND_S, and a
+ * handshake that lasts as long, are closed (a handshake thread opening a lazy export's
+ * backing, which cannot be interrupted, is abandoned after that: nothing was acknowledged
+ * through an export that never opened). Main thread, after the listeners closed. */
+enum server_drain server_conns_drain(struct server *s);
 
 /* Frees the exports and the server's state. Main thread, after server_conns_drain. */
 void server_destroy(struct server *s);

@@ -49,9 +49,6 @@ uint32_t txn_check(struct conn *c, const struct nbd_export_limits *limits,
   if (error == NBD_SUCCESS && *payload > 0 && req->type != NBD_CMD_WRITE) {
     error = NBD_EINVAL; /* no other command takes a payload here */
   }
-  if (error == NBD_SUCCESS && atomic_load(&c->server->stopping)) {
-    error = NBD_ESHUTDOWN;
-  }
   if (error != NBD_SUCCESS && txn_payload_too_large(*payload)) {
     /* no reply: the caller closes the connection (spec rule 25) */
     log_warn("%s: oversized payload refused (%s with %llu bytes); closing the connection",
@@ -61,11 +58,10 @@ uint32_t txn_check(struct conn *c, const struct nbd_export_limits *limits,
      * would write 55 MB of log a second, and a slow reader of the log would stall the
      * other clients. Rate-limited as the backing's failures are. */
     const char *more = NULL;
-    if (error == NBD_ESHUTDOWN || log_rate_allows(&c->refusals, "refusals", &more)) {
-      log_msg(error == NBD_ESHUTDOWN ? LOG_DEBUG : LOG_INFO,
-              "%s: %s offset %llu length %llu flags 0x%x refused with NBD error %u%s",
-              c->peer, nbd_command_name(req->type), (unsigned long long)req->offset,
-              (unsigned long long)req->length, req->flags, error, more != NULL ? more : "");
+    if (log_rate_allows(&c->refusals, "refusals", &more)) {
+      log_info("%s: %s offset %llu length %llu flags 0x%x refused with NBD error %u%s",
+               c->peer, nbd_command_name(req->type), (unsigned long long)req->offset,
+               (unsigned long long)req->length, req->flags, error, more != NULL ? more : "");
     }
   }
   return error;
@@ -186,6 +182,8 @@ static void txn_complete(struct backing_op *op, int result)
     }
   }
   txn_reply_encode(r, error, error != NBD_SUCCESS ? strerror(-result) : NULL);
+  /* before the reply is queued: once it is sent, the connection may end and be freed */
+  atomic_fetch_sub(&r->conn->backing_busy, 1);
   r->conn->reply_ready(r);
 }
 
@@ -238,6 +236,7 @@ void txn_submit(struct conn_req *r, bool nonblocking)
   struct export *e = r->conn->export;
 
   r->op.nonblocking = nonblocking;
+  atomic_fetch_add(&r->conn->backing_busy, 1); /* until txn_complete */
   if (op_writes(r->op.type) && r->req.length > 0) {
     if (!nonblocking) {
       fence_begin(&e->fence, &r->fence_entry, r->conn, r->req.offset, r->req.length);

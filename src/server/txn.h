@@ -74,8 +74,9 @@ struct nbd_export_limits txn_limits(const struct conn *c);
 
 /* Checks a decoded request (not DISC). Sets *payload to the bytes that follow the header
  * (to read, or to discard when refused). Returns NBD_SUCCESS or the NBD error to reply:
- * validation errors, NBD_EINVAL for a payload on a command other than WRITE, NBD_ESHUTDOWN
- * once the server is stopping. Logs refusals; one whose payload is too large to drop
+ * validation errors, NBD_EINVAL for a payload on a command other than WRITE (a stopping
+ * server answers no request with NBD_ESHUTDOWN: it leaves new ones unread, server.h).
+ * Logs refusals; one whose payload is too large to drop
  * (txn_payload_too_large) is logged as closing the connection, which the caller does
  * without a reply.
  * Counts the request in c->counts (txn_counts.h), refused or not. */

@@ -4,9 +4,9 @@
 # gets its reply, as a plain client does (tls-rules checks the close_notify of an idle
 # client). The drain's shutdown(SHUT_RD) must not reach GnuTLS as an end of stream without
 # close_notify, which it would take for a truncation attack (the session invalidated, the
-# reply and the close_notify never sent, though the write landed). Both engines (TLS
-# connections use threads either way); the backing holds each WRITE 3 s, past the 1 s
-# shutdown grace.
+# reply and the close_notify never sent, though the write landed). TLS connections use
+# threads with either engine; the backing holds each WRITE 7 s, past the 6 s after which
+# the shutdown once dropped replies.
 . "$SRCDIR/tests/lib.sh"
 export PYTHONDONTWRITEBYTECODE=1
 export DISKGATE_TEST_FAULTS=$T/ctl
@@ -22,7 +22,7 @@ import nbd
 from dgdur import Faults
 plain_uri, sock, psk, pid, ctl = sys.argv[1:]
 f = Faults(ctl)
-f.cmd("rule delay write ms=3000")
+f.cmd("rule delay write ms=7000")
 plain = nbd.NBD()
 plain.connect_uri(plain_uri)
 tls = nbd.NBD()
