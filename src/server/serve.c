@@ -73,7 +73,10 @@ static int open_after_old(const char *path, const struct backing_options *opts, 
 {
   int rc = -EBUSY;
 
-  for (long ms = 0; rc == -EBUSY && ms < (SERVER_SHUTDOWN_DRAIN_S + 15) * 1000L; ms += 20) {
+  /* -EBUSY: the old server's image lock; -ETXTBSY: its exclusive claim on a block device */
+  for (long ms = 0; (rc == -EBUSY || rc == -ETXTBSY) &&
+                    ms < (SERVER_SHUTDOWN_DRAIN_S + 15) * 1000L;
+       ms += 20) {
     if (kill(old, 0) < 0 && errno == ESRCH) {
       return backing_open(path, opts, b); /* gone: busy now means another server */
     }
@@ -125,7 +128,7 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
     return 0;
   }
   rc = backing_open(cfg->path, &opts, &b);
-  if (rc == -EBUSY && reexec_takeover_pid() > 0) {
+  if ((rc == -EBUSY || rc == -ETXTBSY) && reexec_takeover_pid() > 0) {
     rc = open_after_old(cfg->path, &opts, reexec_takeover_pid(), &b);
   }
   if (rc == -EBUSY) {

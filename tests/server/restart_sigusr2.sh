@@ -6,7 +6,8 @@
 # Unix socket and TCP (each must be greeted: no refused connect, no connection closed
 # before its greeting) and qemu-io (reconnect-delay=10) writes a 4 KiB pattern every 3 ms:
 # 0 failed writes, every block on disk. Then SIGTERM stops the new process, which removes
-# the socket file and the pid file.
+# the socket file and the pid file. The same restart of a writable block device (a loop
+# device) hands its exclusive claim over.
 . "$SRCDIR/tests/lib.sh"
 command -v qemu-io >/dev/null || { echo "SKIP: no qemu-io"; exit 77; }
 NW=300
@@ -97,4 +98,33 @@ for i in range(int(sys.argv[2])):
     if data[i * 4096:(i + 1) * 4096] != bytes([i % 255 + 1]) * 4096:
         sys.exit(f"block {i} does not hold its pattern")
 PY
+# A writable block device: the old process holds an exclusive claim on it (O_EXCL) until it
+# has drained, and the new process waits for that claim as it waits for the image lock.
+LOOP=$(losetup -f --show "$T/disk.img") || fail "losetup (needs root)"
+DG_CLEANUP_EXTRA="$DG_CLEANUP_EXTRA; losetup -d $LOOP 2>/dev/null"
+dg_start "$LOOP"
+pidf=$T/dg.$BASHPID.$DG_N.pid
+old=$DG_PID
+# A client that sends READs and reads no reply keeps the old process draining (up to 5 s),
+# so the new one meets the claim still held.
+PYTHONPATH=$SRCDIR/tests/lib $PY - "$DG_SOCK" <<'PY' &
+import sys, time
+from nbdproto import *
+c = Raw.negotiated(unix=sys.argv[1])
+c.send(b"".join(request_header(CMD_READ, i + 1, 0, 2 << 20, 0) for i in range(32)))
+time.sleep(8)
+PY
+holder=$!
+sleep 0.5
+kill -USR2 "$old"
+rc=0; wait "$old" || rc=$?
+assert_eq "$rc" 0 "the old process's exit status after SIGUSR2 on a block device"
+kill "$holder" 2>/dev/null || true
+wait_until 10 sh -c "[ -s '$pidf' ] && [ \"\$(cat '$pidf')\" != $old ]" ||
+  { cat "$DG_LOG" >&2; fail "no new process took over the block device after SIGUSR2"; }
+new=$(cat "$pidf")
+DG_PIDS+=("$new")
+assert_eq "$(nbdinfo --size "$DG_UNIX")" 4194304 "the block device's size through the new process"
+kill -TERM "$new"
+wait_until 20 sh -c "! kill -0 $new 2>/dev/null" || fail "the new process did not stop on SIGTERM"
 pass "SIGUSR2: no connect refused, 0 failed writes, the pid file follows the new process"
