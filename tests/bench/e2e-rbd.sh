@@ -58,9 +58,9 @@ def table(title_prefix):
 
 check("- RBD rows: image rbd/diskgate-bench (32 MiB" in md, "no RBD line in the header")
 check("test file" not in md, "the header names a test file")
-main = table("## RBD rows (% of `qemu-nbd-rbd`")
-check(main[0] == ["config", "1M seqread QD4", "1M seqwrite QD4", "4K randread QD32",
-                  "4K randwrite QD32"], "header %r" % main[0])
+main = table("## RBD rows: throughput, higher is better (% of `qemu-nbd-rbd`")
+check(main[0] == ["config", "1M seqread QD4, MB/s", "1M seqwrite QD4, MB/s",
+                  "4K randread QD32, IOPS", "4K randwrite QD32, IOPS"], "header %r" % main[0])
 check([r[0] for r in main[2:]] == ["diskgate-rbd", "qemu-nbd-rbd"], "rows %r" % main[2:])
 cell = re.compile(r"^(\d+(\.\d+)?)([KM]| MB/s)? \((\d+(\.\d+)?)%\)$")
 for r in main[2:]:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# tests/fuzz/coverage.sh [CORPUS_ROOT]: source coverage of src/nbd/option.c and request.c
+# tests/fuzz/coverage.sh [CORPUS_ROOT]: source coverage of src/nbd/option.c, request.c and reply.c
 # reached by the fuzz corpora (llvm-cov). CORPUS_ROOT holds corpus-option/ and
 # corpus-request/ as run.sh leaves them (default $FUZZ_OUT, else build/fuzz); the seed corpus
 # and the crash inputs are always included. Prints llvm-cov's per-file and per-function report.
@@ -16,7 +16,7 @@ cov=$(command -v llvm-cov || command -v llvm-cov-14)
 for h in option request; do
   "$cc" -std=c17 -D_GNU_SOURCE -O1 -g -fsanitize=fuzzer -fprofile-instr-generate \
     -fcoverage-mapping -I"$src/src" -o "$out/cov_$h" "$here/fuzz_$h.c" \
-    "$src/src/nbd/option.c" "$src/src/nbd/request.c"
+    "$src/src/nbd/option.c" "$src/src/nbd/request.c" "$src/src/nbd/reply.c"
   dirs=("$here/corpus/$h")
   [ -d "$here/crashes/$h" ] && dirs+=("$here/crashes/$h")
   [ -d "$root/corpus-$h" ] && dirs+=("$root/corpus-$h")
@@ -25,8 +25,8 @@ done
 "$profdata" merge -o "$out/all.profdata" "$out"/*.profraw
 bins=("$out/cov_option" -object "$out/cov_request")
 "$cov" report -instr-profile="$out/all.profdata" "${bins[@]}" \
-  "$src/src/nbd/option.c" "$src/src/nbd/request.c"
+  "$src/src/nbd/option.c" "$src/src/nbd/request.c" "$src/src/nbd/reply.c"
 echo "functions not fully covered (name, regions, missed, cover, lines, missed, cover):"
 "$cov" report -show-functions -instr-profile="$out/all.profdata" "${bins[@]}" \
-  "$src/src/nbd/option.c" "$src/src/nbd/request.c" |
+  "$src/src/nbd/option.c" "$src/src/nbd/request.c" "$src/src/nbd/reply.c" |
   awk '/^nbd_|^[a-z_]+ +[0-9]/ && $4 != "100.00%"'

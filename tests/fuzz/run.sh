@@ -36,7 +36,7 @@ declare -A maxlen=([option]=16384 [request]=8192)
 for h in "${harnesses[@]}"; do
   [ -f "$here/fuzz_$h.c" ] || { echo "run.sh: no harness fuzz_$h.c" >&2; exit 2; }
   "$cc" "${cflags[@]}" -o "$out/fuzz_$h" "$here/fuzz_$h.c" \
-    "$src/src/nbd/option.c" "$src/src/nbd/request.c" \
+    "$src/src/nbd/option.c" "$src/src/nbd/request.c" "$src/src/nbd/reply.c" \
     || { echo "run.sh: building fuzz_$h failed" >&2; exit 2; }
 done
 
