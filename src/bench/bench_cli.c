@@ -184,128 +184,134 @@ int bench_cli_check_copy_size(const struct bench_opts *opts, FILE *err)
                   "of --size): %s", sizes);
 }
 
-int bench_cli_parse(int argc, char **argv, struct bench_opts *opts, FILE *out, FILE *err)
+/* The options that bench_cli_parse() checks only after the loop, once the profile's defaults
+ * are in place (NULL when not given). */
+struct cli_deferred {
+  const char *profile; /* --profile, "quick" by default */
+  const char *size;    /* --size, bytes with an optional suffix */
+  const char *copy;    /* --copy-size, the same */
+};
+
+/* Applies one getopt_long() result c (its value in optarg, argv[optind - 1] the option word)
+ * to *opts, or to *d for the deferred options. Returns BENCH_CLI_OK to go on, BENCH_CLI_HELP
+ * after printing the usage on `out`, or -EINVAL after printing one line on `err`. */
+static int cli_apply_option(int c, char **argv, struct bench_opts *opts, struct cli_deferred *d,
+                            FILE *out, FILE *err)
 {
-  const char *profile = "quick";
-  const char *size_arg = NULL, *copy_arg = NULL;
-  int c;
+  char vmsg[512];
 
-  memset(opts, 0, sizeof(*opts));
-  opts->dir = NULL; /* bench_main makes a temporary folder */
-  opts->out = "bench-out";
-  opts->ramp_s = -1.0;
-  opts->rbd_image = "rbd/diskgate-bench";
-  opterr = 0;
-  optind = 0; /* full re-initialisation, so the parser can run more than once (tests) */
-  while ((c = getopt_long(argc, argv, ":", long_opts, NULL)) != -1) {
-    char vmsg[512];
-    if (c != '?' && c != ':' &&
-        cli_value_option_error(long_opts, argv, optind, optarg, c, vmsg, sizeof vmsg) != NULL) {
-      /* --dir --keep: no DIR */
-      fprintf(err, "diskgate bench: %s (see diskgate bench --help)\n", vmsg);
-      return -EINVAL;
+  if (c != '?' && c != ':' &&
+      cli_value_option_error(long_opts, argv, optind, optarg, c, vmsg, sizeof vmsg) != NULL) {
+    /* --dir --keep: no DIR */
+    fprintf(err, "diskgate bench: %s (see diskgate bench --help)\n", vmsg);
+    return -EINVAL;
+  }
+  switch (c) {
+  case OPT_PROFILE:
+    d->profile = optarg;
+    break;
+  case OPT_CONFIGS:
+    opts->configs = optarg;
+    break;
+  case OPT_WORKLOADS:
+    opts->workloads = optarg;
+    break;
+  case OPT_RUNS:
+    if (cli_parse_unsigned(optarg, 1, BENCH_MAX_RUNS, &opts->runs) < 0) {
+      return bad(err, "--runs wants a number from 1 to 50, not '%s'", optarg);
     }
-    switch (c) {
-    case OPT_PROFILE:
-      profile = optarg;
-      break;
-    case OPT_CONFIGS:
-      opts->configs = optarg;
-      break;
-    case OPT_WORKLOADS:
-      opts->workloads = optarg;
-      break;
-    case OPT_RUNS:
-      if (cli_parse_unsigned(optarg, 1, BENCH_MAX_RUNS, &opts->runs) < 0) {
-        return bad(err, "--runs wants a number from 1 to 50, not '%s'", optarg);
-      }
-      opts->runs_set = true;
-      break;
-    case OPT_RUNTIME:
-      if (cli_parse_unsigned(optarg, 1, 3600, &opts->runtime_s) < 0) {
-        return bad(err, "--runtime wants whole seconds from 1 to 3600, not '%s'", optarg);
-      }
-      opts->runtime_set = true;
-      break;
-    case OPT_RAMP: {
-      char *end;
+    opts->runs_set = true;
+    break;
+  case OPT_RUNTIME:
+    if (cli_parse_unsigned(optarg, 1, 3600, &opts->runtime_s) < 0) {
+      return bad(err, "--runtime wants whole seconds from 1 to 3600, not '%s'", optarg);
+    }
+    opts->runtime_set = true;
+    break;
+  case OPT_RAMP: {
+    char *end;
 
-      opts->ramp_s = strtod(optarg, &end);
-      if (*optarg == '\0' || *end != '\0' || !(opts->ramp_s >= 0.0 && opts->ramp_s <= 600.0)) {
-        return bad(err, "--ramp wants seconds from 0 to 600, not '%s'", optarg);
-      }
-      break;
+    opts->ramp_s = strtod(optarg, &end);
+    if (*optarg == '\0' || *end != '\0' || !(opts->ramp_s >= 0.0 && opts->ramp_s <= 600.0)) {
+      return bad(err, "--ramp wants seconds from 0 to 600, not '%s'", optarg);
     }
-    case OPT_SIZE:
-      size_arg = optarg;
-      break;
-    case OPT_COPY_SIZE:
-      copy_arg = optarg;
-      break;
-    case OPT_DIR:
-      opts->dir = optarg;
-      break;
-    case OPT_OUT:
-      opts->out = optarg;
-      break;
-    case OPT_KEEP:
-      opts->keep = true;
-      break;
-    case OPT_LIST:
-      opts->list = true;
-      break;
-    case OPT_RENDER:
-      opts->render = optarg;
-      break;
-    case OPT_CEPH_CONF:
-      if (*optarg == '\0') {
-        return bad(err, "%s wants the path of a ceph.conf", "--ceph-conf");
-      }
-      opts->ceph_conf = optarg;
-      break;
-    case OPT_RBD_IMAGE:
-      if (!rbd_image_valid(optarg)) {
-        return bad(err, "--rbd-image wants POOL/IMAGE (letters, digits, '.', '_', '-'), not '%s'",
-                   optarg);
-      }
-      opts->rbd_image = optarg;
-      break;
-    case OPT_DISKGATE:
-      if (opts->nvariants >= BENCH_MAX_VARIANTS) {
-        return bad(err, "--diskgate is given more than 8 times (at '%s')", optarg);
-      }
-      opts->variants[opts->nvariants++] = optarg;
-      break;
-    case OPT_HELP:
-      bench_cli_usage(out);
-      return BENCH_CLI_HELP;
-    default: { /* ':' (a missing value) or '?' */
-      char msg[512];
-      cli_option_error(long_opts, argv[optind - 1], optopt, msg, sizeof msg); /* escaped */
-      fprintf(err, "diskgate bench: %s (see diskgate bench --help)\n", msg);
-      return -EINVAL;
-    }
-    }
+    break;
   }
-  if (optind < argc) {
-    return bad(err, "unexpected argument '%s' (see diskgate bench --help)", argv[optind]);
+  case OPT_SIZE:
+    d->size = optarg;
+    break;
+  case OPT_COPY_SIZE:
+    d->copy = optarg;
+    break;
+  case OPT_DIR:
+    opts->dir = optarg;
+    break;
+  case OPT_OUT:
+    opts->out = optarg;
+    break;
+  case OPT_KEEP:
+    opts->keep = true;
+    break;
+  case OPT_LIST:
+    opts->list = true;
+    break;
+  case OPT_RENDER:
+    opts->render = optarg;
+    break;
+  case OPT_CEPH_CONF:
+    if (*optarg == '\0') {
+      return bad(err, "%s wants the path of a ceph.conf", "--ceph-conf");
+    }
+    opts->ceph_conf = optarg;
+    break;
+  case OPT_RBD_IMAGE:
+    if (!rbd_image_valid(optarg)) {
+      return bad(err, "--rbd-image wants POOL/IMAGE (letters, digits, '.', '_', '-'), not '%s'",
+                 optarg);
+    }
+    opts->rbd_image = optarg;
+    break;
+  case OPT_DISKGATE:
+    if (opts->nvariants >= BENCH_MAX_VARIANTS) {
+      return bad(err, "--diskgate is given more than 8 times (at '%s')", optarg);
+    }
+    opts->variants[opts->nvariants++] = optarg;
+    break;
+  case OPT_HELP:
+    bench_cli_usage(out);
+    return BENCH_CLI_HELP;
+  default: { /* ':' (a missing value) or '?' */
+    char msg[512];
+    cli_option_error(long_opts, argv[optind - 1], optopt, msg, sizeof msg); /* escaped */
+    fprintf(err, "diskgate bench: %s (see diskgate bench --help)\n", msg);
+    return -EINVAL;
   }
-  if (bench_profiles_apply(profile, opts) < 0) {
+  }
+  return BENCH_CLI_OK;
+}
+
+/* Applies the profile d->profile to *opts, then the deferred --size and --copy-size (bytes;
+ * the copy tree defaults to half the size, at most 1 GiB), the default ramp (a fifth of the
+ * runtime, 0.5 to 2 s), and checks that --dir and --out are not empty. Returns BENCH_CLI_OK,
+ * or -EINVAL after printing one line on `err`. */
+static int cli_finish_opts(struct bench_opts *opts, const struct cli_deferred *d, FILE *err)
+{
+  if (bench_profiles_apply(d->profile, opts) < 0) {
     return bad(err, "unknown profile '%s' (quick, seeds, sync, rbd, peers, scaling or all)",
-               profile);
+               d->profile);
   }
-  if (size_arg != NULL) {
-    if (bench_cli_parse_size(size_arg, &opts->size) < 0) {
-      return bad(err, "--size wants bytes with an optional K/M/G suffix, not '%s'", size_arg);
+  if (d->size != NULL) {
+    if (bench_cli_parse_size(d->size, &opts->size) < 0) {
+      return bad(err, "--size wants bytes with an optional K/M/G suffix, not '%s'", d->size);
     }
     if (opts->size < (16u << 20) || opts->size % 4096 != 0) {
-      return bad(err, "--size must be at least 16M and a multiple of 4K, not '%s'", size_arg);
+      return bad(err, "--size must be at least 16M and a multiple of 4K, not '%s'", d->size);
     }
     opts->size_set = true;
   }
-  if (copy_arg != NULL) {
-    if (bench_cli_parse_size(copy_arg, &opts->copy_size) < 0 || opts->copy_size < (1u << 20)) {
-      return bad(err, "--copy-size wants at least 1M (suffixes K/M/G), not '%s'", copy_arg);
+  if (d->copy != NULL) {
+    if (bench_cli_parse_size(d->copy, &opts->copy_size) < 0 || opts->copy_size < (1u << 20)) {
+      return bad(err, "--copy-size wants at least 1M (suffixes K/M/G), not '%s'", d->copy);
     }
   } else {
     opts->copy_size = opts->size / 2 < (1ull << 30) ? opts->size / 2 : (1ull << 30);
@@ -319,4 +325,29 @@ int bench_cli_parse(int argc, char **argv, struct bench_opts *opts, FILE *out, F
     return bad(err, "%s wants a directory", no_dir ? "--dir" : "--out");
   }
   return BENCH_CLI_OK;
+}
+
+int bench_cli_parse(int argc, char **argv, struct bench_opts *opts, FILE *out, FILE *err)
+{
+  struct cli_deferred d = { .profile = "quick" };
+  int c;
+
+  memset(opts, 0, sizeof(*opts));
+  opts->dir = NULL; /* bench_main makes a temporary folder */
+  opts->out = "bench-out";
+  opts->ramp_s = -1.0;
+  opts->rbd_image = "rbd/diskgate-bench";
+  opterr = 0;
+  optind = 0; /* full re-initialisation, so the parser can run more than once (tests) */
+  while ((c = getopt_long(argc, argv, ":", long_opts, NULL)) != -1) {
+    int rc = cli_apply_option(c, argv, opts, &d, out, err);
+
+    if (rc != BENCH_CLI_OK) {
+      return rc;
+    }
+  }
+  if (optind < argc) {
+    return bad(err, "unexpected argument '%s' (see diskgate bench --help)", argv[optind]);
+  }
+  return cli_finish_opts(opts, &d, err);
 }

@@ -390,64 +390,56 @@ static int ninep_prepare(const struct bench_env *env, const char *tag, char (*fi
   return 0;
 }
 
-int bench_guest_run(struct bench_env *env, const struct bench_config *cfg,
-                    const struct bench_workload *const *wls, size_t n,
-                    const struct bench_guest_disk *disk, pid_t server_pid, const char *tag,
-                    bench_guest_progress_fn progress, void *arg, struct bench_sample *out)
-{
-  const struct bench_opts *o = env->opts;
-  char script[PATH_MAX], task[PATH_MAX], pidfile[PATH_MAX], outpath[PATH_MAX], log[PATH_MAX];
-  char name[200], timeout[32], files[BENCH_MAX_WORKLOADS][PATH_MAX + 32];
-  char files9p[8][PATH_MAX + 32], wrapper[PATH_MAX], prologue[1024], ninep_file[PATH_MAX];
-  char *argv[24 + 2 * BENCH_MAX_WORKLOADS + 16];
-  struct bench_fio_target t = { .ioengine = "io_uring", .filename = "${DISK}", .size = o->size };
-  bool ninep = cfg->backing == BENCH_GUEST_9P;
-  char old_qemu[PATH_MAX] = "";
-  bool had_qemu = false;
-  size_t nf = 0;
-  struct watch w;
-  FILE *logf;
-  size_t len;
-  char *text;
-  int argc = 0, rc, out_fd, fds[2], st = 0;
-  pid_t pid;
+/* The paths of one guest run. */
+struct guest_paths {
+  char script[PATH_MAX];  /* tests/guest/run-guest.sh of the source tree */
+  char task[PATH_MAX];    /* the task script (write_task), in the work folder */
+  char pidfile[PATH_MAX]; /* QEMU's pid file, written by run-guest.sh */
+  char outpath[PATH_MAX]; /* run-guest.sh's stdout: raw/guest-TAG.out */
+  char log[PATH_MAX];     /* run-guest.sh's stderr, the console: logs/guest-TAG.log */
+};
 
-  memset(out, 0, n * sizeof(*out));
-  if (n == 0 || n > BENCH_MAX_WORKLOADS) {
-    return -EINVAL;
-  }
-  rc = bench_guest_script(env, "tests/guest/run-guest.sh", script, sizeof(script));
+/* run-guest.sh's command line and the strings its words point into. */
+struct guest_cmd {
+  char *argv[24 + 2 * BENCH_MAX_WORKLOADS + 16];
+  int argc;                                       /* words in argv so far */
+  char files[BENCH_MAX_WORKLOADS][PATH_MAX + 32]; /* --file JOB:/bench/NAME.fio, a workload each */
+  char timeout[32];                               /* --timeout in whole seconds */
+};
+
+/* Fills *p for the guest run named tag. Returns 0, or -ENOENT when run-guest.sh is missing
+ * (the other paths are then unset). */
+static int guest_name_paths(const struct bench_env *env, const char *tag, struct guest_paths *p)
+{
+  char name[200];
+  int rc = bench_guest_script(env, "tests/guest/run-guest.sh", p->script, sizeof(p->script));
+
   if (rc < 0) {
     return rc;
   }
   bench_fmt(name, sizeof(name), "%s-task.sh", tag);
-  bench_env_work_path(env, name, task, sizeof(task));
+  bench_env_work_path(env, name, p->task, sizeof(p->task));
   bench_fmt(name, sizeof(name), "%s-qemu.pid", tag);
-  bench_env_work_path(env, name, pidfile, sizeof(pidfile));
+  bench_env_work_path(env, name, p->pidfile, sizeof(p->pidfile));
   bench_fmt(name, sizeof(name), "guest-%s.out", tag);
-  bench_env_out_path(env, "raw", name, outpath, sizeof(outpath));
+  bench_env_out_path(env, "raw", name, p->outpath, sizeof(p->outpath));
   bench_fmt(name, sizeof(name), "guest-%s.log", tag);
-  bench_env_out_path(env, "logs", name, log, sizeof(log));
-  if (ninep) {
-    const char *base = strrchr(env->file, '/');
+  bench_env_out_path(env, "logs", name, p->log, sizeof(p->log));
+  return 0;
+}
 
-    rc = ninep_prepare(env, tag, files9p, &nf, 8, wrapper, sizeof(wrapper), prologue,
-                       sizeof(prologue));
-    if (rc < 0) {
-      return rc;
-    }
-    bench_fmt(ninep_file, sizeof(ninep_file), NINEP_MNT "/%s", base != NULL ? base + 1 : "");
-    t.filename = ninep_file;
-  }
-  rc = write_task(task, wls, n, ninep ? prologue : NULL);
-  if (rc < 0) {
-    return rc;
-  }
-  argv[argc++] = script;
-  argv[argc++] = "--task";
-  argv[argc++] = task;
-  argv[argc++] = "--image-dir";
-  argv[argc++] = env->guest_image;
+/* Writes a fio job file for each of the n workloads wls[] into the work folder (t: the disk as
+ * the guest sees it; the runtime and ramp of env->opts, in seconds), appends a --file pair for
+ * each to cmd and names the raw output in out[i].raw. Returns 0, or the -errno of the first
+ * job file that could not be opened or written (-EIO when it could not be closed). */
+static int guest_add_jobs(const struct bench_env *env, const struct bench_workload *const *wls,
+                          size_t n, const char *tag, const struct bench_fio_target *t,
+                          struct guest_cmd *cmd, struct bench_sample *out)
+{
+  const struct bench_opts *o = env->opts;
+  char name[200];
+  int rc;
+
   for (size_t i = 0; i < n; i++) {
     char job[PATH_MAX];
     FILE *f;
@@ -458,37 +450,55 @@ int bench_guest_run(struct bench_env *env, const struct bench_config *cfg,
     if (f == NULL) {
       return -errno;
     }
-    rc = bench_fio_write_job(f, wls[i], &t, o->runtime_s, o->ramp_s);
+    rc = bench_fio_write_job(f, wls[i], t, o->runtime_s, o->ramp_s);
     if (fclose(f) != 0 || rc < 0) {
       return rc < 0 ? rc : -EIO;
     }
-    bench_fmt(files[i], sizeof(files[i]), "%s:/bench/%s.fio", job, wls[i]->name);
-    argv[argc++] = "--file";
-    argv[argc++] = files[i];
+    bench_fmt(cmd->files[i], sizeof(cmd->files[i]), "%s:/bench/%s.fio", job, wls[i]->name);
+    cmd->argv[cmd->argc++] = "--file";
+    cmd->argv[cmd->argc++] = cmd->files[i];
     bench_fmt(out[i].raw, sizeof(out[i].raw), "raw/guest-%s.out", tag);
   }
-  for (size_t i = 0; i < nf; i++) {
-    argv[argc++] = "--file";
-    argv[argc++] = files9p[i];
-  }
+  return 0;
+}
+
+/* Appends the disk (--nbd or --drive), --nvme for NVMe rows, the --timeout (180 s, plus the
+ * runtime, the ramp and 60 s for each of the n workloads), the QEMU pid file and --verbose to
+ * cmd, and ends argv with NULL. */
+static void guest_add_options(struct guest_cmd *cmd, const struct bench_config *cfg,
+                              const struct bench_guest_disk *disk, const struct bench_opts *o,
+                              size_t n, char *pidfile)
+{
   if (disk->nbd != NULL) {
-    argv[argc++] = "--nbd";
-    argv[argc++] = (char *)disk->nbd;
+    cmd->argv[cmd->argc++] = "--nbd";
+    cmd->argv[cmd->argc++] = (char *)disk->nbd;
   } else if (disk->drive != NULL) {
-    argv[argc++] = "--drive";
-    argv[argc++] = (char *)disk->drive;
+    cmd->argv[cmd->argc++] = "--drive";
+    cmd->argv[cmd->argc++] = (char *)disk->drive;
   }
   if (cfg->nvme) {
-    argv[argc++] = "--nvme";
+    cmd->argv[cmd->argc++] = "--nvme";
   }
-  bench_fmt(timeout, sizeof(timeout), "%u",
-           (unsigned)(180 + n * (o->runtime_s + o->ramp_s + 60)));
-  argv[argc++] = "--timeout";
-  argv[argc++] = timeout;
-  argv[argc++] = "--qemu-pid-file";
-  argv[argc++] = pidfile;
-  argv[argc++] = "--verbose";
-  argv[argc] = NULL;
+  bench_fmt(cmd->timeout, sizeof(cmd->timeout), "%u",
+            (unsigned)(180 + n * (o->runtime_s + o->ramp_s + 60)));
+  cmd->argv[cmd->argc++] = "--timeout";
+  cmd->argv[cmd->argc++] = cmd->timeout;
+  cmd->argv[cmd->argc++] = "--qemu-pid-file";
+  cmd->argv[cmd->argc++] = pidfile;
+  cmd->argv[cmd->argc++] = "--verbose";
+  cmd->argv[cmd->argc] = NULL;
+}
+
+/* Starts run-guest.sh (argv) with its stdout into outpath (created or truncated) and its stderr
+ * into a pipe, after removing a stale pidfile. With wrapper != NULL the script runs that as
+ * its QEMU (the caller's $QEMU, set or not, is restored). Returns 0 with the child in *pid and
+ * the pipe's read end in *fd (the caller closes it), or -errno with no descriptor left open. */
+static int guest_spawn_script(char **argv, const char *outpath, const char *pidfile,
+                              const char *wrapper, pid_t *pid, int *fd)
+{
+  char old_qemu[PATH_MAX] = "";
+  bool had_qemu = false;
+  int rc, out_fd, fds[2];
 
   out_fd = open(outpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (out_fd < 0) {
@@ -500,7 +510,7 @@ int bench_guest_run(struct bench_env *env, const struct bench_config *cfg,
     return rc;
   }
   unlink(pidfile);
-  if (ninep) {
+  if (wrapper != NULL) {
     had_qemu = getenv("QEMU") != NULL;
     if (had_qemu) {
       bench_fmt(old_qemu, sizeof(old_qemu), "%s", getenv("QEMU"));
@@ -508,8 +518,8 @@ int bench_guest_run(struct bench_env *env, const struct bench_config *cfg,
     setenv("QEMU", wrapper, 1);
   }
   setenv("DG_GUEST_KEEP_ON_SIGNAL", "0", 1); /* an interrupted lab leaves no scratch dir */
-  rc = bench_proc_spawn_io(argv, out_fd, fds[1], &pid);
-  if (ninep) {
+  rc = bench_proc_spawn_io(argv, out_fd, fds[1], pid);
+  if (wrapper != NULL) {
     if (had_qemu) {
       setenv("QEMU", old_qemu, 1);
     } else {
@@ -522,23 +532,104 @@ int bench_guest_run(struct bench_env *env, const struct bench_config *cfg,
     close(fds[0]);
     return rc;
   }
-  memset(&w, 0, sizeof(w));
-  w.env = env;
-  w.wls = wls;
-  w.n = n;
-  w.server_pid = server_pid;
-  w.qemu_pidfile = pidfile;
-  w.current = -1;
-  w.progress = progress;
-  w.arg = arg;
-  w.script = pid;
-  logf = fopen(log, "a");
-  watch_stream(&w, fds[0], logf);
+  *fd = fds[0];
+  return 0;
+}
+
+/* Watches the script w->script through its stderr (fd) until EOF, appending the stream to the
+ * file log, then closes fd and reaps the script within 60 s into *st. Returns 0 or the
+ * -errno of the wait. */
+static int guest_watch_script(struct watch *w, int fd, const char *log, int *st)
+{
+  FILE *logf = fopen(log, "a");
+
+  watch_stream(w, fd, logf);
   if (logf != NULL) {
     fclose(logf);
   }
-  close(fds[0]);
-  rc = bench_proc_wait(pid, 60.0, &st, NULL);
+  close(fd);
+  return bench_proc_wait(w->script, 60.0, st, NULL);
+}
+
+/* Parses run-guest.sh's output (the file outpath) into out[0..w->n) and adds the CPU figures
+ * watched on the host. Returns 0, or -EIO when the file cannot be read. */
+static int guest_read_output(const struct watch *w, const char *outpath, struct bench_sample *out)
+{
+  size_t len;
+  char *text = slurp(outpath, &len);
+
+  if (text == NULL) {
+    return -EIO;
+  }
+  (void)len;
+  bench_json_parse_guest_output(text, w->wls, w->n, out);
+  add_cpu(w, out);
+  free(text);
+  return 0;
+}
+
+int bench_guest_run(struct bench_env *env, const struct bench_config *cfg,
+                    const struct bench_workload *const *wls, size_t n,
+                    const struct bench_guest_disk *disk, pid_t server_pid, const char *tag,
+                    bench_guest_progress_fn progress, void *arg, struct bench_sample *out)
+{
+  const struct bench_opts *o = env->opts;
+  struct guest_paths p;
+  struct guest_cmd cmd;
+  char files9p[8][PATH_MAX + 32], wrapper[PATH_MAX], prologue[1024], ninep_file[PATH_MAX];
+  struct bench_fio_target t = { .ioengine = "io_uring", .filename = "${DISK}", .size = o->size };
+  bool ninep = cfg->backing == BENCH_GUEST_9P;
+  size_t nf = 0;
+  struct watch w;
+  int rc, fd = -1, st = 0;
+  pid_t pid;
+
+  memset(out, 0, n * sizeof(*out));
+  if (n == 0 || n > BENCH_MAX_WORKLOADS) {
+    return -EINVAL;
+  }
+  rc = guest_name_paths(env, tag, &p);
+  if (rc < 0) {
+    return rc;
+  }
+  if (ninep) {
+    const char *base = strrchr(env->file, '/');
+
+    rc = ninep_prepare(env, tag, files9p, &nf, 8, wrapper, sizeof(wrapper), prologue,
+                       sizeof(prologue));
+    if (rc < 0) {
+      return rc;
+    }
+    bench_fmt(ninep_file, sizeof(ninep_file), NINEP_MNT "/%s", base != NULL ? base + 1 : "");
+    t.filename = ninep_file;
+  }
+  rc = write_task(p.task, wls, n, ninep ? prologue : NULL);
+  if (rc < 0) {
+    return rc;
+  }
+  cmd.argc = 0;
+  cmd.argv[cmd.argc++] = p.script;
+  cmd.argv[cmd.argc++] = "--task";
+  cmd.argv[cmd.argc++] = p.task;
+  cmd.argv[cmd.argc++] = "--image-dir";
+  cmd.argv[cmd.argc++] = env->guest_image;
+  rc = guest_add_jobs(env, wls, n, tag, &t, &cmd, out);
+  if (rc < 0) {
+    return rc;
+  }
+  for (size_t i = 0; i < nf; i++) {
+    cmd.argv[cmd.argc++] = "--file";
+    cmd.argv[cmd.argc++] = files9p[i];
+  }
+  guest_add_options(&cmd, cfg, disk, o, n, p.pidfile);
+  rc = guest_spawn_script(cmd.argv, p.outpath, p.pidfile, ninep ? wrapper : NULL, &pid, &fd);
+  if (rc < 0) {
+    return rc;
+  }
+  w = (struct watch){ .env = env, .wls = wls, .n = n, .server_pid = server_pid,
+                      .qemu_pidfile = p.pidfile, .current = -1, .progress = progress,
+                      .arg = arg, .script = pid };
+  rc = guest_watch_script(&w, fd, p.log, &st);
   if (rc < 0) {
     return rc;
   }
@@ -547,15 +638,7 @@ int bench_guest_run(struct bench_env *env, const struct bench_config *cfg,
   }
   if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
     fprintf(stderr, "diskgate bench: the guest for %s failed (status %d; see %s)\n", tag,
-            WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), log);
+            WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), p.log);
   }
-  text = slurp(outpath, &len);
-  if (text == NULL) {
-    return -EIO;
-  }
-  (void)len;
-  bench_json_parse_guest_output(text, wls, n, out);
-  add_cpu(&w, out);
-  free(text);
-  return 0;
+  return guest_read_output(&w, p.outpath, out);
 }

@@ -98,33 +98,42 @@ static void print_log_tail(const char *path)
   fprintf(stderr, "--- %s (tail)\n%s%s---\n", path, buf, n > 0 && buf[n - 1] != '\n' ? "\n" : "");
 }
 
-int bench_server_start(const struct bench_env *env, const struct bench_config *cfg,
-                       const char *file, const char *tag, struct bench_server *srv)
-{
-  char pidfile[PATH_MAX], name[64], listen[64], port_s[16], spec[PATH_MAX + 160], qcache[48];
+/* One server's command line and the strings its words point into. */
+struct server_launch {
+  bool tcp;                  /* NBD over TCP on 127.0.0.1, else over a Unix socket */
+  bool rbd;                  /* an RBD row: the server opens spec, not the test file */
+  char pidfile[PATH_MAX];    /* written by the server once it is ready */
+  char listen[64];           /* TCP only: "127.0.0.1:PORT" (diskgate) */
+  char port_s[16];           /* TCP only: the port in decimal (qemu-nbd, nbdkit) */
+  char spec[PATH_MAX + 160]; /* RBD only: the image spec of the server's kind */
+  char qcache[48];           /* qemu-nbd only: "--cache=MODE" */
+  /* the command line, NULL-terminated once complete */
   char *argv[32 + BENCH_VARIANT_MAX_ARGS];
-  bool tcp = cfg->kind == BENCH_CFG_NBD && cfg->transport == BENCH_TRANSPORT_TCP;
-  bool rbd = bench_rbd_is_row(cfg);
-  double deadline;
-  int argc = 0, rc;
+  int argc;                  /* words in argv so far */
+};
 
-  memset(srv, 0, sizeof(*srv));
-  srv->kind = cfg->server;
-  if (cfg->server == BENCH_SERVER_NONE) {
-    return -ENOENT;
-  }
+/* Names the pid file l->pidfile and srv->log for the run named tag, and picks the endpoint:
+ * a free TCP port on 127.0.0.1 (srv->port, l->listen, l->port_s) or a Unix socket in the work
+ * folder (srv->sock), and srv->uri; a stale pid file or socket is removed. Returns 0, the
+ * -errno of the port search (left in srv->port), or -ENAMETOOLONG when the socket's URI does
+ * not fit. */
+static int server_name_endpoint(const struct bench_env *env, const char *tag,
+                                struct bench_server *srv, struct server_launch *l)
+{
+  char name[64];
+
   bench_fmt(name, sizeof(name), "srv-%s.pid", tag);
-  bench_env_work_path(env, name, pidfile, sizeof(pidfile));
-  unlink(pidfile);
+  bench_env_work_path(env, name, l->pidfile, sizeof(l->pidfile));
+  unlink(l->pidfile);
   bench_fmt(name, sizeof(name), "server-%s.log", tag);
   bench_env_out_path(env, "logs", name, srv->log, sizeof(srv->log));
-  if (tcp) {
+  if (l->tcp) {
     srv->port = bench_server_free_port();
     if (srv->port < 0) {
       return srv->port;
     }
-    bench_fmt(port_s, sizeof(port_s), "%d", srv->port);
-    bench_fmt(listen, sizeof(listen), "127.0.0.1:%d", srv->port);
+    bench_fmt(l->port_s, sizeof(l->port_s), "%d", srv->port);
+    bench_fmt(l->listen, sizeof(l->listen), "127.0.0.1:%d", srv->port);
     bench_fmt(srv->uri, sizeof(srv->uri), "nbd://127.0.0.1:%d/%s", srv->port, BENCH_EXPORT);
   } else {
     bench_fmt(srv->sock, sizeof(srv->sock), "%s/%s.sock", env->work, tag);
@@ -134,88 +143,97 @@ int bench_server_start(const struct bench_env *env, const struct bench_config *c
       return -ENAMETOOLONG;
     }
   }
-  switch (cfg->server) {
-  case BENCH_SERVER_DISKGATE:
-    argv[argc++] = (char *)bench_variants_binary(cfg, env->self);
-    argv[argc++] = "serve";
-    argv[argc++] = "--export";
-    argv[argc++] = BENCH_EXPORT;
-    argv[argc++] = tcp ? "--listen" : "--socket";
-    argv[argc++] = tcp ? listen : srv->sock;
-    argv[argc++] = "--sync";
-    argv[argc++] = (char *)(cfg->sync_mode != NULL ? cfg->sync_mode : "full");
-    if (rbd) {
-      argv[argc++] = "--ceph-conf";
-      argv[argc++] = (char *)env->ceph_conf;
-    } else {
-      argv[argc++] = "--cache";
-      argv[argc++] = (char *)(cfg->cache_mode != NULL ? cfg->cache_mode : "direct");
-    }
-    argv[argc++] = "--pid-file";
-    argv[argc++] = pidfile;
-    bench_variants_add_args(cfg, argv, &argc); /* after the lab's: the last value wins */
-    break;
-  case BENCH_SERVER_QEMU_NBD:
-    argv[argc++] = "qemu-nbd";
-    if (tcp) {
-      argv[argc++] = "-b";
-      argv[argc++] = "127.0.0.1";
-      argv[argc++] = "-p";
-      argv[argc++] = port_s;
-    } else {
-      argv[argc++] = "-k";
-      argv[argc++] = srv->sock;
-    }
-    argv[argc++] = "-x";
-    argv[argc++] = BENCH_EXPORT;
-    argv[argc++] = "-f";
-    argv[argc++] = "raw";
-    /* the row's cache mode (QEMU's names), none by default */
-    bench_fmt(qcache, sizeof(qcache), "--cache=%s",
-              cfg->cache_mode != NULL ? cfg->cache_mode : "none");
-    argv[argc++] = qcache;
-    if (!rbd) {
-      argv[argc++] = "--aio=io_uring";
-    }
-    argv[argc++] = "--persistent";
-    argv[argc++] = "--shared=64"; /* the scaling profile's most connections */
-    argv[argc++] = "--pid-file";
-    argv[argc++] = pidfile;
-    break;
-  case BENCH_SERVER_NBDKIT:
-    argv[argc++] = "nbdkit";
-    argv[argc++] = "-f";
-    if (tcp) {
-      argv[argc++] = "-i";
-      argv[argc++] = "127.0.0.1";
-      argv[argc++] = "-p";
-      argv[argc++] = port_s;
-    } else {
-      argv[argc++] = "-U";
-      argv[argc++] = srv->sock;
-    }
-    argv[argc++] = "-e";
-    argv[argc++] = BENCH_EXPORT;
-    argv[argc++] = "--pidfile";
-    argv[argc++] = pidfile;
-    argv[argc++] = "file";
-    break;
-  case BENCH_SERVER_NONE:
-    break;
-  }
-  if (rbd) {
-    bench_rbd_spec(env, cfg->server, spec, sizeof(spec));
-    argv[argc++] = spec;
+  return 0;
+}
+
+/* Appends `diskgate serve` with the lab's options for row cfg, then the row's own ARGS, to
+ * l->argv. */
+static void server_add_diskgate_args(const struct bench_env *env, const struct bench_config *cfg,
+                                     const struct bench_server *srv, struct server_launch *l)
+{
+  l->argv[l->argc++] = (char *)bench_variants_binary(cfg, env->self);
+  l->argv[l->argc++] = "serve";
+  l->argv[l->argc++] = "--export";
+  l->argv[l->argc++] = BENCH_EXPORT;
+  l->argv[l->argc++] = l->tcp ? "--listen" : "--socket";
+  l->argv[l->argc++] = l->tcp ? l->listen : (char *)srv->sock;
+  l->argv[l->argc++] = "--sync";
+  l->argv[l->argc++] = (char *)(cfg->sync_mode != NULL ? cfg->sync_mode : "full");
+  if (l->rbd) {
+    l->argv[l->argc++] = "--ceph-conf";
+    l->argv[l->argc++] = (char *)env->ceph_conf;
   } else {
-    argv[argc++] = (char *)file;
+    l->argv[l->argc++] = "--cache";
+    l->argv[l->argc++] = (char *)(cfg->cache_mode != NULL ? cfg->cache_mode : "direct");
   }
-  argv[argc] = NULL;
-  rc = bench_proc_spawn(argv, srv->log, -1, &srv->pid);
-  if (rc < 0) {
-    srv->pid = 0;
-    return rc;
+  l->argv[l->argc++] = "--pid-file";
+  l->argv[l->argc++] = l->pidfile;
+  bench_variants_add_args(cfg, l->argv, &l->argc); /* after the lab's: the last value wins */
+}
+
+/* Appends the endpoint of qemu-nbd or nbdkit to l->argv: over TCP, host_opt 127.0.0.1 and
+ * -p PORT; over a Unix socket, sock_opt and srv->sock. */
+static void server_add_peer_endpoint(const struct bench_server *srv, struct server_launch *l,
+                                     const char *host_opt, const char *sock_opt)
+{
+  if (l->tcp) {
+    l->argv[l->argc++] = (char *)host_opt;
+    l->argv[l->argc++] = "127.0.0.1";
+    l->argv[l->argc++] = "-p";
+    l->argv[l->argc++] = l->port_s;
+  } else {
+    l->argv[l->argc++] = (char *)sock_opt;
+    l->argv[l->argc++] = (char *)srv->sock;
   }
-  deadline = bench_proc_now() + 15.0;
+}
+
+/* Appends qemu-nbd with the lab's options (raw, no host cache, io_uring but for RBD rows,
+ * up to 64 connections) to l->argv. */
+static void server_add_qemu_nbd_args(const struct bench_config *cfg,
+                                     const struct bench_server *srv, struct server_launch *l)
+{
+  l->argv[l->argc++] = "qemu-nbd";
+  server_add_peer_endpoint(srv, l, "-b", "-k");
+  l->argv[l->argc++] = "-x";
+  l->argv[l->argc++] = BENCH_EXPORT;
+  l->argv[l->argc++] = "-f";
+  l->argv[l->argc++] = "raw";
+  /* the row's cache mode (QEMU's names), none by default */
+  bench_fmt(l->qcache, sizeof(l->qcache), "--cache=%s",
+            cfg->cache_mode != NULL ? cfg->cache_mode : "none");
+  l->argv[l->argc++] = l->qcache;
+  if (!l->rbd) {
+    l->argv[l->argc++] = "--aio=io_uring";
+  }
+  l->argv[l->argc++] = "--persistent";
+  l->argv[l->argc++] = "--shared=64"; /* the scaling profile's most connections */
+  l->argv[l->argc++] = "--pid-file";
+  l->argv[l->argc++] = l->pidfile;
+}
+
+/* Appends nbdkit in the foreground with its file plugin to l->argv (the plugin's argument
+ * follows). */
+static void server_add_nbdkit_args(const struct bench_server *srv, struct server_launch *l)
+{
+  l->argv[l->argc++] = "nbdkit";
+  l->argv[l->argc++] = "-f";
+  server_add_peer_endpoint(srv, l, "-i", "-U");
+  l->argv[l->argc++] = "-e";
+  l->argv[l->argc++] = BENCH_EXPORT;
+  l->argv[l->argc++] = "--pidfile";
+  l->argv[l->argc++] = l->pidfile;
+  l->argv[l->argc++] = "file";
+}
+
+/* Waits up to 15 s for the spawned server srv->pid to be ready: its pid file (pidfile) written
+ * and, for qemu-nbd and nbdkit, a connect() accepted. Returns 0; -ECHILD when the server
+ * exited (srv->pid is then 0); -ETIMEDOUT when it was not ready in time (it is then
+ * stopped). Either failure prints a line and the tail of srv->log on stderr. */
+static int server_wait_ready(const struct bench_config *cfg, const char *pidfile,
+                             struct bench_server *srv)
+{
+  double deadline = bench_proc_now() + 15.0;
+
   for (;;) {
     struct stat sb;
     int st;
@@ -241,6 +259,52 @@ int bench_server_start(const struct bench_env *env, const struct bench_config *c
     }
     usleep(20000);
   }
+}
+
+int bench_server_start(const struct bench_env *env, const struct bench_config *cfg,
+                       const char *file, const char *tag, struct bench_server *srv)
+{
+  struct server_launch l;
+  int rc;
+
+  memset(srv, 0, sizeof(*srv));
+  srv->kind = cfg->server;
+  if (cfg->server == BENCH_SERVER_NONE) {
+    return -ENOENT;
+  }
+  l.tcp = cfg->kind == BENCH_CFG_NBD && cfg->transport == BENCH_TRANSPORT_TCP;
+  l.rbd = bench_rbd_is_row(cfg);
+  l.argc = 0;
+  rc = server_name_endpoint(env, tag, srv, &l);
+  if (rc < 0) {
+    return rc;
+  }
+  switch (cfg->server) {
+  case BENCH_SERVER_DISKGATE:
+    server_add_diskgate_args(env, cfg, srv, &l);
+    break;
+  case BENCH_SERVER_QEMU_NBD:
+    server_add_qemu_nbd_args(cfg, srv, &l);
+    break;
+  case BENCH_SERVER_NBDKIT:
+    server_add_nbdkit_args(srv, &l);
+    break;
+  case BENCH_SERVER_NONE:
+    break;
+  }
+  if (l.rbd) {
+    bench_rbd_spec(env, cfg->server, l.spec, sizeof(l.spec));
+    l.argv[l.argc++] = l.spec;
+  } else {
+    l.argv[l.argc++] = (char *)file;
+  }
+  l.argv[l.argc] = NULL;
+  rc = bench_proc_spawn(l.argv, srv->log, -1, &srv->pid);
+  if (rc < 0) {
+    srv->pid = 0;
+    return rc;
+  }
+  return server_wait_ready(cfg, l.pidfile, srv);
 }
 
 int bench_server_stop(struct bench_server *srv)
