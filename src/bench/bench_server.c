@@ -187,8 +187,8 @@ static void server_add_peer_endpoint(const struct bench_server *srv, struct serv
   }
 }
 
-/* Appends qemu-nbd with the lab's options (raw, no host cache, io_uring but for RBD rows,
- * up to 64 connections) to l->argv. */
+/* Appends qemu-nbd with the lab's options (raw, the row's cache mode or else none, io_uring
+ * but for RBD rows, up to 64 connections) to l->argv. */
 static void server_add_qemu_nbd_args(const struct bench_config *cfg,
                                      const struct bench_server *srv, struct server_launch *l)
 {
