@@ -3,12 +3,16 @@
 # When the listener can no longer wait for connections (poll(2) fails: here RLIMIT_NOFILE
 # is lowered below the number of listeners with prlimit), the server does not exit 0 as if
 # asked to stop (nor log "signal 0 (Unknown signal 0)"): one line names the failure, the
-# connection in progress gets the shutdown's grace (its client disconnects without an
-# error), and the exit status is 1.
+# connection in progress is served to its end or closed as at any stop, and the exit status
+# is 1.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"
 
 truncate -s 1M "$T/a.img"
+# The server exits while its open-files limit still leaves it no descriptor (an idle
+# connection is closed at once when it stops), so LeakSanitizer, which must open
+# /proc/self/task at exit, cannot run: it is turned off for this server alone.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 dg_start "$T/a.img"
 mkfifo "$T/go"
 $PY - "$DG_SOCK" "$T/go" >"$T/client.out" 2>&1 <<'PY' &
