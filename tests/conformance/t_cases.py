@@ -677,8 +677,7 @@ def c13_max_connections_flood(ctx):
     its listeners and the one being admitted (it held 100-140 when connections closed to
     make room still counted as gone); closing to make room is logged once for the spell,
     with the count once it is over (a line per connection: 17,000 lines a second); and a
-    client whose NBD_OPT_GO succeeded is never closed to make room (281 of 11,636 were, and
-    the log said they left without NBD_CMD_DISC)."""
+    client whose NBD_OPT_GO succeeded is never closed to make room."""
     import nbd
     img = ctx.make_image(f"c13e-{ctx.counter()}.img", MiB, [(0, MiB, "data")])
     want = open(img, "rb").read(4096)
@@ -699,6 +698,11 @@ def c13_max_connections_flood(ctx):
             held.append(c)
             if len(held) > 50:
                 held.pop(0).close()
+            # a flood, not a busy loop: 4 flooders at up to 500 connects a second each,
+            # which a server built with ASan also accepts as fast as they come (with a
+            # listen backlog of thousands, an unpaced flood that outruns the server queues
+            # ahead of every real client)
+            time.sleep(0.002)
         for c in held:
             c.close()
 
