@@ -121,3 +121,24 @@ flip_byte() {
   printf "\\$(printf '%03o' $(((old + 1) % 256)))" |
     dd of="$1" bs=1 seek="$2" conv=notrunc status=none
 }
+
+# dg_start_traceable [serve options...] PATH: dg_start with the threads engine (its syncs and
+# writes are plain syscalls strace can see) and, in the ASan build, no LeakSanitizer, which
+# cannot run under ptrace.
+dg_start_traceable() {
+  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" DG_ENGINE=threads dg_start "$@"
+}
+
+# dg_strace TRACE SYSCALLS: attaches strace -f to the running server ($DG_PID), writing the
+# calls named (a comma-separated list) to TRACE, and returns once every thread of the server
+# is traced (fails otherwise). Sets ST_PID; the strace ends with the server.
+dg_strace() {
+  strace -f -qq -s 64 -xx -o "$1" -p "$DG_PID" -e trace="$2" &
+  ST_PID=$!
+  DG_PIDS+=("$ST_PID")
+  for _ in $(seq 1 100); do
+    grep -q "TracerPid:[[:space:]]*0$" /proc/"$DG_PID"/task/*/status || break
+    sleep 0.05
+  done
+  ! grep -q "TracerPid:[[:space:]]*0$" /proc/"$DG_PID"/task/*/status || fail "strace did not attach"
+}

@@ -129,22 +129,22 @@ static void test_flush_elided_only_after_a_sync(void **state)
   assert_int_equal(st.flushes_elided, 1);
 }
 
-/* FUA writes (emulated: the faulty backing has no native FUA) join the group commit: one
- * that completes while a sync runs waits for the next sync, shared with the others. */
-static void test_fua_writes_group_commit(void **state)
+/* Submits 4 writes of blocks 10-13 (with FUA or, under a write-through cache mode, without)
+ * on one sync channel: the first starts a sync whose completion is held, the other three
+ * complete while it is held. Checks that none is acknowledged before the release, then
+ * that all are, and records in w what each wrote (each durable at its acknowledgement).
+ * Main test thread only. */
+static void four_writes_around_held_sync(struct ctx *c, bool fua, struct wdesc w[4])
 {
-  struct ctx *c = *state;
-  struct wdesc w[4];
   struct treq *r[4];
 
   harness_channels_set(c, 1); /* the single-sync group commit */
-
   harness_ctl(c, "rule stall-done flush count=1"); /* S1 runs; its completion is held */
-  r[0] = harness_submit_write(c, 10, true);
+  r[0] = harness_submit_write(c, 10, fua);
   w[0] = (struct wdesc){r[0]->id, 10, true};
   harness_ctl(c, "wait-stalled 1 5000");
   for (int i = 1; i < 4; i++) {
-    r[i] = harness_submit_write(c, 10 + (uint64_t)i, true);
+    r[i] = harness_submit_write(c, 10 + (uint64_t)i, fua);
     w[i] = (struct wdesc){r[i]->id, 10 + (uint64_t)i, true};
   }
   usleep(50000);
@@ -155,6 +155,16 @@ static void test_fua_writes_group_commit(void **state)
   for (int i = 0; i < 4; i++) {
     assert_int_equal(harness_wait_free(r[i]), 0);
   }
+}
+
+/* FUA writes (emulated: the faulty backing has no native FUA) join the group commit: one
+ * that completes while a sync runs waits for the next sync, shared with the others. */
+static void test_fua_writes_group_commit(void **state)
+{
+  struct ctx *c = *state;
+  struct wdesc w[4];
+
+  four_writes_around_held_sync(c, true, w);
   struct log l = harness_log_get(c);
   harness_check_invariant(&l, w, 4);
   assert_int_equal(harness_count_events(&l, FAULTY_EV_SUBMIT, BACKING_OP_FLUSH), 2);
@@ -168,25 +178,8 @@ static void test_writethrough_writes_group_commit(void **state)
 {
   struct ctx *c = *state;
   struct wdesc w[4];
-  struct treq *r[4];
 
-  harness_channels_set(c, 1);
-  harness_ctl(c, "rule stall-done flush count=1"); /* S1 runs; its completion is held */
-  r[0] = harness_submit_write(c, 10, false);
-  w[0] = (struct wdesc){r[0]->id, 10, true}; /* durable at its acknowledgement */
-  harness_ctl(c, "wait-stalled 1 5000");
-  for (int i = 1; i < 4; i++) {
-    r[i] = harness_submit_write(c, 10 + (uint64_t)i, false);
-    w[i] = (struct wdesc){r[i]->id, 10 + (uint64_t)i, true};
-  }
-  usleep(50000);
-  for (int i = 0; i < 4; i++) {
-    assert_false(harness_is_done(r[i])); /* written, but not durable yet */
-  }
-  harness_ctl(c, "release all");
-  for (int i = 0; i < 4; i++) {
-    assert_int_equal(harness_wait_free(r[i]), 0);
-  }
+  four_writes_around_held_sync(c, false, w);
   assert_int_equal(harness_wait_free(harness_submit_flush(c)), 0);
   struct log l = harness_log_get(c);
   harness_check_invariant(&l, w, 4);

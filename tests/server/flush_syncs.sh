@@ -17,20 +17,10 @@ export PYTHONDONTWRITEBYTECODE=1   # no __pycache__ in the source tree
 
 truncate -s 16M "$T/disk.img"
 for mode in full fsync none; do
-  # LeakSanitizer cannot run under ptrace: no leak check for the traced server (ASan build)
-  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" DG_ENGINE=threads \
-    dg_start --sync "$mode" "$T/disk.img"
+  dg_start_traceable --sync "$mode" "$T/disk.img"
   trace=$T/trace.$mode
-  strace -f -qq -s 64 -xx -o "$trace" -p "$DG_PID" \
-    -e trace=fdatasync,fsync,sync_file_range,pwrite64,pwritev,pwritev2,sendmsg &
-  st_pid=$!
-  DG_PIDS+=("$st_pid")
-  # wait until every thread of the server is traced
-  for _ in $(seq 1 100); do
-    grep -q "TracerPid:[[:space:]]*0$" /proc/"$DG_PID"/task/*/status || break
-    sleep 0.05
-  done
-  grep -q "TracerPid:[[:space:]]*0$" /proc/"$DG_PID"/task/*/status && fail "strace did not attach"
+  dg_strace "$trace" fdatasync,fsync,sync_file_range,pwrite64,pwritev,pwritev2,sendmsg
+  st_pid=$ST_PID
   PYTHONPATH=$HERE $PY "$HERE/synctrace.py" client "$DG_UNIX" "$T/cookies.$mode" \
     || fail "client under --sync $mode"
   dg_stop

@@ -15,20 +15,11 @@ export PYTHONDONTWRITEBYTECODE=1   # no __pycache__ in the source tree
 
 truncate -s 16M "$T/disk.img"
 for cache in writethrough directsync writeback; do
-  # LeakSanitizer cannot run under ptrace: no leak check for the traced server (ASan build)
-  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" DG_ENGINE=threads \
-    dg_start --sync full --cache "$cache" "$T/disk.img"
+  dg_start_traceable --sync full --cache "$cache" "$T/disk.img"
   grep -q "cache $cache" "$DG_LOG" || { cat "$DG_LOG" >&2; fail "$cache: not in the start-up log"; }
   trace=$T/trace.$cache
-  strace -f -qq -s 64 -xx -o "$trace" -p "$DG_PID" \
-    -e trace=fdatasync,fsync,sync_file_range,pwrite64,pwritev,pwritev2,fallocate,sendmsg &
-  st_pid=$!
-  DG_PIDS+=("$st_pid")
-  for _ in $(seq 1 100); do   # wait until every thread of the server is traced
-    grep -q "TracerPid:[[:space:]]*0$" /proc/"$DG_PID"/task/*/status || break
-    sleep 0.05
-  done
-  grep -q "TracerPid:[[:space:]]*0$" /proc/"$DG_PID"/task/*/status && fail "strace did not attach"
+  dg_strace "$trace" fdatasync,fsync,sync_file_range,pwrite64,pwritev,pwritev2,fallocate,sendmsg
+  st_pid=$ST_PID
   PYTHONPATH=$HERE $PY "$HERE/synctrace.py" client-through "$DG_UNIX" "$T/cookies.$cache" \
     || fail "client under --cache $cache"
   dg_stop
