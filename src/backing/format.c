@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: MIT */
+/* format.c: image formats: parsing their names, probing by magic, opening a spec as a
+ * format node over its protocol backing, and the synchronous I/O that format code running
+ * off the event loops uses on its children. */
+#include "backing/format.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backing/qcow2/qcow2.h"
+#include "io/engine.h"
+#include "nbd/proto.h"
+
+#define FORMAT_IO_ALIGN 4096u
+#define FORMAT_IO_CHUNK (1u << 20) /* bytes per child request */
+
+static const uint8_t qcow2_magic[4] = {'Q', 'F', 'I', 0xfb};
+
+int image_format_parse(const char *text, enum image_format *out)
+{
+  if (strcmp(text, "auto") == 0) {
+    *out = IMAGE_FORMAT_AUTO;
+  } else if (strcmp(text, "raw") == 0) {
+    *out = IMAGE_FORMAT_RAW;
+  } else if (strcmp(text, "qcow2") == 0) {
+    *out = IMAGE_FORMAT_QCOW2;
+  } else {
+    return -EINVAL;
+  }
+  return 0;
+}
+
+const char *image_format_name(enum image_format fmt)
+{
+  switch (fmt) {
+  case IMAGE_FORMAT_RAW:
+    return "raw";
+  case IMAGE_FORMAT_QCOW2:
+    return "qcow2";
+  default:
+    return "auto";
+  }
+}
+
+bool format_header_known(const void *head, size_t len)
+{
+  return len >= sizeof qcow2_magic && memcmp(head, qcow2_magic, sizeof qcow2_magic) == 0;
+}
+
+/* One synchronous child request: the submitter sleeps until done() runs. */
+struct sync_wait {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  bool done;
+  int result;
+};
+
+static void sync_done(struct backing_op *op, int result)
+{
+  struct sync_wait *w = op->opaque;
+  pthread_mutex_lock(&w->lock);
+  w->result = result;
+  w->done = true;
+  pthread_cond_signal(&w->cond);
+  pthread_mutex_unlock(&w->lock);
+}
+
+/* Runs one op on b and waits for it; an engine worker that waits lets the pool grow
+ * (engine_wait_begin) so the op itself still finds a worker. */
+static int sync_submit(struct backing *b, enum backing_op_type type, void *buf, uint64_t len,
+                       uint64_t offset)
+{
+  struct sync_wait w = {.done = false, .result = 0};
+  struct backing_op op;
+  int rc;
+
+  pthread_mutex_init(&w.lock, NULL);
+  pthread_cond_init(&w.cond, NULL);
+  memset(&op, 0, sizeof op);
+  op.type = type;
+  op.offset = offset;
+  op.length = len;
+  op.buf = buf;
+  op.done = sync_done;
+  op.opaque = &w;
+  rc = backing_submit(b, &op);
+  if (rc == 0) {
+    engine_wait_begin();
+    pthread_mutex_lock(&w.lock);
+    while (!w.done) {
+      pthread_cond_wait(&w.cond, &w.lock);
+    }
+    pthread_mutex_unlock(&w.lock);
+    engine_wait_end();
+    rc = w.result;
+  }
+  pthread_cond_destroy(&w.cond);
+  pthread_mutex_destroy(&w.lock);
+  return rc;
+}
+
+/* The aligned window [*start, *start + *span) around [offset, offset + len). */
+static void align_window(const struct backing *b, uint64_t offset, uint64_t len,
+                         uint64_t *start, uint64_t *span)
+{
+  uint64_t a = b->geo.direct_alignment > 1 ? b->geo.direct_alignment : 1;
+  *start = offset / a * a;
+  *span = (offset + len + a - 1) / a * a - *start;
+}
+
+static int format_rw(struct backing *b, void *buf, uint64_t len, uint64_t offset, bool write)
+{
+  while (len > 0) {
+    uint64_t part = len < FORMAT_IO_CHUNK ? len : FORMAT_IO_CHUNK;
+    uint64_t start, span;
+    uint8_t *bounce;
+    int rc = 0;
+
+    if (offset > b->geo.size || part > b->geo.size - offset) {
+      return -EIO;
+    }
+    align_window(b, offset, part, &start, &span);
+    if (start + span > b->geo.size) {
+      span = b->geo.size - start; /* the unaligned tail of a file: the backing copes */
+    }
+    if (start == offset && span == part && ((uintptr_t)buf % FORMAT_IO_ALIGN) == 0) {
+      rc = sync_submit(b, write ? BACKING_OP_WRITE : BACKING_OP_READ, buf, part, offset);
+    } else {
+      bounce = aligned_alloc(FORMAT_IO_ALIGN, (span + FORMAT_IO_ALIGN - 1) / FORMAT_IO_ALIGN *
+                                                  FORMAT_IO_ALIGN);
+      if (bounce == NULL) {
+        return -ENOMEM;
+      }
+      if (!write || start != offset || span != part) {
+        rc = sync_submit(b, BACKING_OP_READ, bounce, span, start);
+      }
+      if (rc == 0 && write) {
+        memcpy(bounce + (offset - start), buf, part);
+        rc = sync_submit(b, BACKING_OP_WRITE, bounce, span, start);
+      } else if (rc == 0) {
+        memcpy(buf, bounce + (offset - start), part);
+      }
+      free(bounce);
+    }
+    if (rc < 0) {
+      return rc;
+    }
+    buf = (uint8_t *)buf + part;
+    offset += part;
+    len -= part;
+  }
+  return 0;
+}
+
+int format_pread(struct backing *b, void *buf, uint64_t len, uint64_t offset)
+{
+  return format_rw(b, buf, len, offset, false);
+}
+
+int format_pwrite(struct backing *b, const void *buf, uint64_t len, uint64_t offset)
+{
+  return format_rw(b, (void *)buf, len, offset, true);
+}
+
+int format_flush(struct backing *b)
+{
+  return sync_submit(b, BACKING_OP_FLUSH, NULL, 0, 0);
+}
+
+int format_probe(struct backing *child, enum image_format *out)
+{
+  uint8_t head[sizeof qcow2_magic];
+  int rc;
+
+  *out = IMAGE_FORMAT_RAW;
+  if (child->geo.size < sizeof head) {
+    return 0;
+  }
+  rc = format_pread(child, head, sizeof head, 0);
+  if (rc < 0) {
+    return rc;
+  }
+  if (format_header_known(head, sizeof head)) {
+    *out = IMAGE_FORMAT_QCOW2;
+  }
+  return 0;
+}
+
+int format_open(const char *spec, enum image_format fmt, const struct backing_options *opts,
+                unsigned depth, struct backing **out, bool *probed_raw)
+{
+  struct backing *child;
+  int rc;
+
+  *probed_raw = false;
+  if (depth >= FORMAT_CHAIN_MAX) {
+    return -ELOOP;
+  }
+  rc = backing_open(spec, opts, &child);
+  if (rc < 0) {
+    return rc;
+  }
+  if (fmt == IMAGE_FORMAT_AUTO) {
+    rc = format_probe(child, &fmt);
+    if (rc < 0) {
+      backing_close(child);
+      return rc;
+    }
+    *probed_raw = fmt == IMAGE_FORMAT_RAW;
+  }
+  if (fmt == IMAGE_FORMAT_RAW) {
+    *out = child;
+    return 0;
+  }
+  struct qcow2_open_args args = {
+      .file = child, .path = spec, .depth = depth, .opts = opts};
+  rc = backing_qcow2_open(&args, out);
+  if (rc < 0) {
+    backing_close(child);
+  }
+  return rc;
+}

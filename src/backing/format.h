@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/* format.h: image formats, the layer above a protocol backing (file, block device, RBD).
+ * A format node (qcow2) is itself a struct backing that reads and writes its metadata and
+ * data through a child backing, and through a second child for its backing file, so a chain
+ * is a small tree of the same vtable (QEMU's split between protocol and format nodes).
+ *
+ * Units: bytes. Errors: -errno. Threads: main thread (opening happens at start-up, or in
+ * export_attach under the export's lock). */
+#ifndef DISKGATE_BACKING_FORMAT_H
+#define DISKGATE_BACKING_FORMAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backing/backing.h"
+
+enum image_format {
+  IMAGE_FORMAT_AUTO,  /* probe a regular file by its magic; anything else is raw */
+  IMAGE_FORMAT_RAW,   /* the bytes are the disk */
+  IMAGE_FORMAT_QCOW2, /* QEMU's qcow2, docs/interop/qcow2.txt */
+};
+
+/* The deepest backing chain opened (image + backing files). A deeper chain is refused with
+ * -ELOOP, as is a chain that names a file twice. */
+#define FORMAT_CHAIN_MAX 64
+
+/* Parses "raw" | "qcow2" (and "auto"). Returns 0 or -EINVAL. Any thread. */
+int image_format_parse(const char *text, enum image_format *out);
+
+/* "auto", "raw", "qcow2". Any thread. */
+const char *image_format_name(enum image_format fmt);
+
+/* Reads the first bytes of `child` (synchronously, through backing_submit) and names the
+ * format they announce: IMAGE_FORMAT_QCOW2 for qcow2's magic "QFI\xfb", else RAW.
+ * Returns 0 and *out, or -errno from the read. Main thread, before the child serves. */
+int format_probe(struct backing *child, enum image_format *out);
+
+/* True when `head` (the first `len` bytes of a sector 0 write) starts with a header of a
+ * format this build knows (qcow2). A probed raw image refuses such a write (QEMU's rule
+ * against CVE-2008-2004: a guest must not turn its raw disk into an image that a later
+ * probe would open as something else). Any thread. */
+bool format_header_known(const void *head, size_t len);
+
+/* Synchronous I/O on a backing for format code running off the event loops (start-up, or an
+ * engine worker): submits op-equivalents and waits for them. `buf` need not be aligned for
+ * reads/writes of whole direct_alignment units; the helper bounces otherwise.
+ * Returns 0 or -errno (a short transfer is -EIO). Any thread but an event loop's. */
+int format_pread(struct backing *b, void *buf, uint64_t len, uint64_t offset);
+int format_pwrite(struct backing *b, const void *buf, uint64_t len, uint64_t offset);
+int format_flush(struct backing *b);
+
+/* Opens `spec` as `fmt` (AUTO: probe regular files; block devices, rbd: and faulty: specs
+ * are probed too, but only an explicit --format qcow2 makes them qcow2 when they are not
+ * regular files) and returns the top node in *out. `depth` is the number of images above
+ * this one in a chain (0 for the export's own image). For qcow2 the backing file named in
+ * the header is opened read-only through this same function, relative to the image's folder.
+ * *probed_raw is set when AUTO found raw (the caller then refuses header-making writes).
+ * Returns 0 or -errno: those of backing_open, -EINVAL (a malformed image, with one log line
+ * naming what), -ENOTSUP (a feature this build does not serve, logged), -ELOOP (chain too
+ * deep or looping). Main thread. */
+int format_open(const char *spec, enum image_format fmt, const struct backing_options *opts,
+                unsigned depth, struct backing **out, bool *probed_raw);
+
+#endif
