@@ -32,6 +32,10 @@ enum backing_op_type {
 struct backing_extent {
   uint64_t length; /* bytes, > 0 */
   uint32_t flags;  /* BACKING_EXTENT_* */
+  /* qemu:allocation-depth (QEMU's docs/interop/nbd.txt), set only by backings whose
+   * geometry says can_depth: 0 unallocated in the whole chain, 1 this image, 2 its backing
+   * file, and so on. Without can_depth the server reports 1 for every extent. */
+  uint32_t depth;
 };
 #define BACKING_EXTENT_HOLE (1u << 0) /* not allocated */
 #define BACKING_EXTENT_ZERO (1u << 1) /* reads as zeroes */
@@ -96,6 +100,7 @@ struct backing_geometry {
   bool can_extents;   /* BLOCK_STATUS supported; else the server reports all data */
   bool can_cache;     /* CACHE supported; else the server acknowledges it as a no-op */
   bool can_fast_zero; /* FAST_ZERO honoured */
+  bool can_depth;     /* BLOCK_STATUS fills backing_extent.depth (a format node's chain) */
   /* FLUSHes that may run at once, each on its own sync_channel 0..sync_channels-1, with
    * every channel reporting a writeback error to its own next sync (Linux errseq is per
    * open file description). 0 or 1: one FLUSH at a time. At most BACKING_SYNC_CHANNELS. */
