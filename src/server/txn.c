@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backing/format.h"
 #include "server/conn.h"
 #include "server/durability.h"
 #include "util/bytes.h"
@@ -231,10 +232,39 @@ static void fence_ready(struct fence_entry *entry)
   txn_start(r); /* op.nonblocking stays true: this thread may be an event loop's */
 }
 
+/* The probed-raw guard (format.h, format_write_makes_header): true when r is a WRITE to an
+ * image whose format was probed as raw and its payload would give sector 0 a known image
+ * header, which a later probe would open as that format (QEMU refuses it too: the class of
+ * CVE-2008-2004). Then r is answered NBD_EPERM without reaching the backing, with one log
+ * line (rate-limited with the connection's other refusals). */
+static bool txn_guard_header(struct conn_req *r)
+{
+  static const char msg[] = "the image was probed as raw: a write that gives it an image "
+                            "header is refused (serve it with --format raw to allow)";
+  struct conn *c = r->conn;
+  const char *more;
+
+  if (r->op.type != BACKING_OP_WRITE || !c->export->probed_raw ||
+      !format_write_makes_header(r->req.offset, r->buf, r->req.length)) {
+    return false;
+  }
+  if (log_rate_allows(&c->refusals, "refusals", &more)) {
+    log_warn("%s: WRITE offset %llu length %llu refused: it would give the probed raw image "
+             "a qcow2 header (serve it with --format raw to allow)%s", c->peer,
+             (unsigned long long)r->req.offset, (unsigned long long)r->req.length, more);
+  }
+  txn_reply_encode(r, NBD_EPERM, msg);
+  c->reply_ready(r);
+  return true;
+}
+
 void txn_submit(struct conn_req *r, bool nonblocking)
 {
   struct export *e = r->conn->export;
 
+  if (txn_guard_header(r)) {
+    return;
+  }
   r->op.nonblocking = nonblocking;
   atomic_fetch_add(&r->conn->backing_busy, 1); /* until txn_complete */
   if (op_writes(r->op.type) && r->req.length > 0) {
