@@ -22,8 +22,10 @@
 #define SPARSE_READ_MIN (64u * 1024u)
 
 _Static_assert(sizeof(struct nbd_extent) == sizeof(struct backing_extent) &&
+                 offsetof(struct nbd_extent, flags) == offsetof(struct backing_extent, flags) &&
+                 offsetof(struct nbd_extent, depth) == offsetof(struct backing_extent, depth) &&
                  BACKING_EXTENT_HOLE == NBD_STATE_HOLE && BACKING_EXTENT_ZERO == NBD_STATE_ZERO,
-               "backing extents are base:allocation extents");
+               "backing extents are the metadata contexts' extents");
 
 struct nbd_export_limits txn_limits(const struct conn *c)
 {
@@ -106,7 +108,9 @@ size_t txn_cost(const struct nbd_request *req, uint64_t payload)
     return (size_t)req->length;
   }
   if (req->type == NBD_CMD_BLOCK_STATUS) {
-    return (size_t)extent_max_of(req) * sizeof(struct nbd_extent);
+    /* room for the second context's chunk too (nbd_block_status_reply_encode) */
+    uint32_t n = extent_max_of(req);
+    return (size_t)n * sizeof(struct nbd_extent) + NBD_BLOCK_STATUS_SECOND_ROOM(n);
   }
   return (size_t)payload;
 }
@@ -202,6 +206,7 @@ static bool txn_emulate(struct conn_req *r)
     struct backing_extent *ex = r->buf;
     ex[0].length = r->req.length;
     ex[0].flags = 0;
+    ex[0].depth = 1;
     r->op.extent_count = 1;
     txn_complete(&r->op, 0);
     return true;
@@ -327,9 +332,15 @@ void txn_reply_encode(struct conn_req *r, uint32_t error, const char *message)
     return;
   }
   if (req->type == NBD_CMD_BLOCK_STATUS && error == NBD_SUCCESS) {
-    r->hdr_len = nbd_block_status_encode(r->hdr, ext, req->cookie, req->offset, 1,
-                                         (struct nbd_extent *)r->buf, r->op.extent_count,
-                                         &r->data_len);
+    struct nbd_extent *ex = r->buf;
+    if ((c->meta_contexts & CONN_META_DEPTH) && !c->export->backing->geo.can_depth) {
+      for (uint32_t i = 0; i < r->op.extent_count; i++) {
+        ex[i].depth = 1; /* one image, allocated everywhere (as qemu-nbd -A on a raw file) */
+      }
+    }
+    r->hdr_len = nbd_block_status_reply_encode(
+        r->hdr, ext, req->cookie, req->offset, c->meta_contexts & CONN_META_BASE,
+        c->meta_contexts & CONN_META_DEPTH, ex, r->op.extent_count, &r->data_len);
     r->send_data = true;
     return;
   }
