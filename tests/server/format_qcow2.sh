@@ -53,21 +53,21 @@ for ctx in qemu:allocation-depth base:allocation; do
   want=$(nbdinfo --map="$ctx" "nbd+unix:///?socket=$T/q.sock") || fail "qemu-nbd map ($ctx)"
   assert_eq "$(nbdinfo --map="$ctx" "$DG_UNIX")" "$want" "nbdinfo --map=$ctx of the overlay"
 done
-nbdinfo --map=qemu:allocation-depth "$DG_UNIX" | awk '$3 == 2 { found = 1 } END { exit !found }' ||
+nbdinfo --map=qemu:allocation-depth "$DG_UNIX" | awk '$3 == 2' | grep . >/dev/null ||
   fail "no extent read from the base (depth 2): the comparison proves little"
 qemu-img compare -q -f qcow2 -F raw "$T/overlay.qcow2" "$DG_UNIX" || fail "overlay bytes"
 dg_stop
 
 qemu-img create -q -f qcow2 -u -b "$T/loop-b.qcow2" -F qcow2 "$T/loop-a.qcow2" 1M
 qemu-img create -q -f qcow2 -u -b "$T/loop-a.qcow2" -F qcow2 "$T/loop-b.qcow2" 1M
-refused "$T/loop-a.qcow2" | grep -q "backing chain loops or is deeper than" ||
+refused "$T/loop-a.qcow2" | grep "backing chain loops or is deeper than" >/dev/null ||
   fail "looping chain: $(cat "$T/r.out")"
 qemu-img create -q -f qcow2 "$T/feature.qcow2" 1M
 printf '\x80' | dd of="$T/feature.qcow2" bs=1 seek=72 conv=notrunc status=none
-refused "$T/feature.qcow2" | grep -q "uses a feature this diskgate does not serve" ||
+refused "$T/feature.qcow2" | grep "uses a feature this diskgate does not serve" >/dev/null ||
   fail "unknown incompatible bit: $(cat "$T/r.out")"
 qemu-img create -q -f qcow2 "$T/bits.qcow2" 1M
 printf '\x00\x00\x00\x28' | dd of="$T/bits.qcow2" bs=1 seek=20 conv=notrunc status=none
-refused "$T/bits.qcow2" | grep -q "not a valid qcow2 image" ||
+refused "$T/bits.qcow2" | grep "not a valid qcow2 image" >/dev/null ||
   fail "cluster_bits 40: $(cat "$T/r.out")"
 pass "qcow2 served as QEMU reads it; overlays match qemu-nbd -A; bad images refused"
