@@ -543,14 +543,23 @@ static void serve_loops_start(const struct serve_config *cfg, struct engine *eng
 /* SIGUSR2: starts a new server with this one's command line (argv, as serve_main got it:
  * argv[-1] is main's argv[0]) that inherits the listeners, so that no connect is refused
  * while this one drains (reexec.h). The pid file is left to the new server. Returns 0, or
- * -1 after a log line when it could not start (this one goes on serving; the pid file is
- * written again). Main thread. */
+ * -1 after a log line when it could not start or must not (--snapshot: the overlay's
+ * writes cannot move to a new process); this one then goes on serving (the pid file is
+ * written again when it was released). Main thread. */
 static int serve_hand_over(const struct serve_config *cfg, char **argv, struct listener *ls,
                            size_t nls, struct pid_file *pid_file)
 {
   int fds[LISTEN_MAX];
   pid_t pid;
 
+  if (cfg->snapshot) {
+    /* the overlay is unlinked: a new server would start from an empty one, and the
+     * clients would see their writes undone */
+    log_warn("SIGUSR2 ignored: under --snapshot a new server cannot take over the "
+             "temporary overlay, and the writes in it would be lost; this one goes on "
+             "serving");
+    return -1;
+  }
   for (size_t i = 0; i < nls; i++) {
     fds[i] = ls[i].fd;
   }

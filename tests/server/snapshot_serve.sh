@@ -3,8 +3,9 @@
 # --snapshot end to end (qemu-nbd's -s): writes go to a temporary qcow2 overlay in $TMPDIR
 # whose backing node is the image, opened read-only; the overlay is unlinked as soon as it
 # is open (the folder is empty while serving and after kill -9), the log names it, reads
-# see the writes, and the image never changes: for a raw file, a qcow2 image and a loop
-# device. Needs the qcow2 engine: where qcow2.c still refuses every image, only the
+# see the writes (also after a SIGUSR2, which --snapshot refuses: a new server would start
+# from an empty overlay), and the image never changes: for a raw file, a qcow2 image and a
+# loop device. Needs the qcow2 engine: where qcow2.c still refuses every image, only the
 # refusal is checked (one line, exit 2, nothing left in $TMPDIR) and the test is skipped.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"
@@ -45,6 +46,11 @@ snapshot_check() { # WHAT IMAGE [serve options...]: serve IMAGE with --snapshot,
   qemu-io -f raw -c 'read -P 0xa5 0 64k' -c 'read -P 0x5a 1000000 300000' -c 'read -P 0 2M 128k' \
     "$DG_UNIX" >"$T/read.out" || fail "$what: reads through NBD"
   ! grep -q "Pattern verification failed" "$T/read.out" || fail "$what: writes do not read back"
+  kill -USR2 "$DG_PID" # a new server would start from an empty overlay: refused
+  wait_until 10 grep -q "SIGUSR2 ignored: under --snapshot" "$DG_LOG" ||
+    fail "$what: no line for the refused SIGUSR2"
+  qemu-io -f raw -c 'read -P 0xa5 0 64k' "$DG_UNIX" >"$T/read.out" || fail "$what: read after SIGUSR2"
+  ! grep -q "Pattern verification failed" "$T/read.out" || fail "$what: writes lost at SIGUSR2"
   kill -9 "$DG_PID"
   wait "$DG_PID" 2>/dev/null || true
   assert_eq "$(ls -A "$T/tmp")" "" "$what: files in TMPDIR after kill -9"
