@@ -16,13 +16,19 @@ check_clean() { # IMAGE WHAT
   grep -q "No errors were found on the image" <<<"$out" || fail "$2: qemu-img check: $out"
   ! grep -qi "leak" <<<"$out" || fail "$2: qemu-img check found leaks: $out"
 }
-info_field() { # IMAGE KEY[.KEY...]: a field of qemu-img info's JSON, "" when absent
-  qemu-img info --output=json "$1" | $PY -c '
+info_field() { # IMAGE KEY[.KEY...]...: fields of qemu-img info's JSON, "" when absent
+  local img=$1
+  shift
+  qemu-img info --output=json "$img" | $PY -c '
 import json, sys
-v = json.load(sys.stdin)
-for k in sys.argv[1].split("."):
-    v = v.get(k, "") if isinstance(v, dict) else ""
-print(v)' "$2"
+info = json.load(sys.stdin)
+out = []
+for path in sys.argv[1:]:
+    v = info
+    for k in path.split("."):
+        v = v.get(k, "") if isinstance(v, dict) else ""
+    out.append(str(v))
+print(" ".join(out))' "$@"
 }
 
 # no backing file, sizes that need 1, 2 and 0 L1 clusters
@@ -30,12 +36,9 @@ for size in 67108864 $((8 << 40)) 0 1073741824; do
   img=$T/plain.$size.qcow2
   "$TOOL" "$img" "$size" || fail "qcow2_create of $size bytes failed"
   check_clean "$img" "empty image of $size bytes"
-  assert_eq "$(info_field "$img" format)" qcow2 "format of $size"
-  assert_eq "$(info_field "$img" virtual-size)" "$size" "virtual size of $size"
-  assert_eq "$(info_field "$img" cluster-size)" 65536 "cluster size of $size"
-  assert_eq "$(info_field "$img" format-specific.data.compat)" 1.1 "version of $size"
-  assert_eq "$(info_field "$img" format-specific.data.refcount-bits)" 16 "refcount bits of $size"
-  assert_eq "$(info_field "$img" backing-filename)" "" "backing file of $size"
+  assert_eq "$(info_field "$img" format virtual-size cluster-size format-specific.data.compat \
+               format-specific.data.refcount-bits backing-filename)" \
+    "qcow2 $size 65536 1.1 16 " "qemu-img info of $size: format, size, cluster, compat, refcount bits, backing"
 done
 qemu-io -f qcow2 -c 'write -P 0x5a 0 1M' -c 'write -P 0x11 4T 64k' -c 'write -P 0x22 100000 3000' \
   "$T/plain.$((8 << 40)).qcow2" >/dev/null || fail "qemu-io writes to the 8 TiB image"
