@@ -49,11 +49,11 @@ done
 
 # options_help ARGS...: the long options the --help text of `diskgate ARGS --help` lists.
 options_help() {
-  "$DISKGATE" "$@" --help | grep -oE '^ +--[a-z][a-z-]*' | tr -d ' ' | sort -u
+  "$DISKGATE" "$@" --help | grep -oE '^ +--[a-z][a-z0-9-]*' | tr -d ' ' | sort -u
 }
 # options_page FILE: the options an scdoc page lists as terms (`*--name*` at a line's start).
 options_page() {
-  grep -oE '^\*--[a-z][a-z-]*\*' "$1" | tr -d '*' | sort -u
+  grep -oE '^\*--[a-z][a-z0-9-]*\*' "$1" | tr -d '*' | sort -u
 }
 for cmd in serve bench; do
   page=$SRCDIR/man/diskgate-$cmd.1.scd

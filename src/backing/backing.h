@@ -85,6 +85,7 @@ struct backing_options {
   struct engine *engine; /* for backings that do file I/O; not owned */
   const char *ceph_conf; /* rbd: NULL for the default search */
   const char *ceph_id;   /* rbd: NULL for "admin" */
+  uint64_t l2_cache_size; /* format nodes (qcow2): bytes of L2 table cache; 0: the default */
 };
 
 struct backing_geometry {

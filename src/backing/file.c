@@ -293,24 +293,6 @@ static void sync_channels_open(struct file_backing *fb, const char *path)
   fb->base.geo.sync_channels = n;
 }
 
-/* Logs one warning when the file starts with a qcow2 header ("QFI\xfb", qemu's
- * docs/interop/qcow2.txt): diskgate serves bytes, so a client would see the qcow2 metadata,
- * not the disk inside it (qemu-nbd would open it as qcow2; nbdkit's file plugin, like
- * diskgate, serves it raw). Reads 4 bytes at offset 0 of fd; a short read says nothing. */
-static void warn_if_image_format(int fd, const char *path)
-{
-  static const uint8_t qcow2_magic[4] = {'Q', 'F', 'I', 0xfb};
-  uint8_t head[4];
-
-  if (pread(fd, head, sizeof head, 0) == (ssize_t)sizeof head &&
-      memcmp(head, qcow2_magic, sizeof head) == 0) {
-    char shown[LOG_SHOWN_MAX];
-    log_warn("%s starts with a qcow2 header: it is served as raw bytes, not as the disk inside "
-             "it (qemu-img convert -O raw makes a raw image)",
-             log_escape_str(shown, sizeof shown, path));
-  }
-}
-
 /* True when the kernel marks the block device at fd read-only (BLKROGET: a read-only loop
  * device, a write-protected disk, `blockdev --setro`). Errors count as writable. */
 static bool block_device_is_read_only(int fd)
@@ -462,9 +444,6 @@ int backing_file_open(const char *path, const struct backing_options *opts,
     goto fail;
   }
   sync_channels_open(fb, path);
-  if (fb->is_regular || fb->is_block) { /* a character device's read may block or consume */
-    warn_if_image_format(fb->fd_buffered, path);
-  }
   pthread_mutex_init(&fb->gate_lock, NULL);
   stall_budget_init(&fb->inline_stalls);
   pthread_cond_init(&fb->gate_cond, NULL);

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "backing/qcow2/qcow2.h"
 #include "io/engine.h"
@@ -48,6 +49,21 @@ const char *image_format_name(enum image_format fmt)
 bool format_header_known(const void *head, size_t len)
 {
   return len >= sizeof qcow2_magic && memcmp(head, qcow2_magic, sizeof qcow2_magic) == 0;
+}
+
+bool format_write_makes_header(uint64_t offset, const void *data, uint64_t len)
+{
+  const uint8_t *p = data;
+
+  if (offset >= sizeof qcow2_magic || len == 0) {
+    return false;
+  }
+  for (uint64_t i = 0; i < len && offset + i < sizeof qcow2_magic; i++) {
+    if (p[i] != qcow2_magic[offset + i]) {
+      return false;
+    }
+  }
+  return true;
 }
 
 /* One synchronous child request: the submitter sleeps until done() runs. */
@@ -189,6 +205,55 @@ int format_probe(struct backing *child, enum image_format *out)
   return 0;
 }
 
+bool format_spec_probed(const char *spec)
+{
+  struct stat st;
+
+  if (strncmp(spec, "faulty:", 7) == 0) {
+    spec += 7;
+  } else if (strncmp(spec, "rbd:", 4) == 0) {
+    return false;
+  }
+  return stat(spec, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+enum image_format format_of_node(const struct backing *b)
+{
+  return strcmp(b->vt->kind, "qcow2") == 0 ? IMAGE_FORMAT_QCOW2 : IMAGE_FORMAT_RAW;
+}
+
+int format_open_node(struct backing *child, const char *spec, enum image_format fmt,
+                     const struct backing_options *opts, unsigned depth, struct backing **out,
+                     bool *probed_raw)
+{
+  int rc;
+
+  *probed_raw = false;
+  if (depth >= FORMAT_CHAIN_MAX) {
+    return -ELOOP;
+  }
+  if (fmt == IMAGE_FORMAT_AUTO) {
+    fmt = IMAGE_FORMAT_RAW;
+    if (format_spec_probed(spec)) {
+      rc = format_probe(child, &fmt);
+      if (rc < 0) {
+        return rc;
+      }
+      *probed_raw = fmt == IMAGE_FORMAT_RAW;
+    }
+  }
+  if (fmt == IMAGE_FORMAT_RAW) {
+    *out = child;
+    return 0;
+  }
+  struct qcow2_open_args args = {.file = child,
+                                 .path = spec,
+                                 .depth = depth,
+                                 .l2_cache_size = opts->l2_cache_size,
+                                 .opts = opts};
+  return backing_qcow2_open(&args, out);
+}
+
 int format_open(const char *spec, enum image_format fmt, const struct backing_options *opts,
                 unsigned depth, struct backing **out, bool *probed_raw)
 {
@@ -203,21 +268,7 @@ int format_open(const char *spec, enum image_format fmt, const struct backing_op
   if (rc < 0) {
     return rc;
   }
-  if (fmt == IMAGE_FORMAT_AUTO) {
-    rc = format_probe(child, &fmt);
-    if (rc < 0) {
-      backing_close(child);
-      return rc;
-    }
-    *probed_raw = fmt == IMAGE_FORMAT_RAW;
-  }
-  if (fmt == IMAGE_FORMAT_RAW) {
-    *out = child;
-    return 0;
-  }
-  struct qcow2_open_args args = {
-      .file = child, .path = spec, .depth = depth, .opts = opts};
-  rc = backing_qcow2_open(&args, out);
+  rc = format_open_node(child, spec, fmt, opts, depth, out, probed_raw);
   if (rc < 0) {
     backing_close(child);
   }

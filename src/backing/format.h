@@ -42,6 +42,14 @@ int format_probe(struct backing *child, enum image_format *out);
  * probe would open as something else). Any thread. */
 bool format_header_known(const void *head, size_t len);
 
+/* True when a WRITE of `len` bytes of `data` at byte `offset` could leave the image starting
+ * with a header format_header_known() recognizes: the written bytes that fall inside the
+ * magic's span at the start of sector 0 equal the magic there (a write of the whole magic
+ * at 0, or of its pieces one by one). The guard of a probed raw image; conservative: it
+ * never reads the image, so a write of the magic's first bytes alone is also refused.
+ * Any thread. */
+bool format_write_makes_header(uint64_t offset, const void *data, uint64_t len);
+
 /* Synchronous I/O on a backing for format code running off the event loops (start-up, or an
  * engine worker): submits op-equivalents and waits for them. `buf` need not be aligned for
  * reads/writes of whole direct_alignment units; the helper bounces otherwise.
@@ -50,15 +58,33 @@ int format_pread(struct backing *b, void *buf, uint64_t len, uint64_t offset);
 int format_pwrite(struct backing *b, const void *buf, uint64_t len, uint64_t offset);
 int format_flush(struct backing *b);
 
-/* Opens `spec` as `fmt` (AUTO: probe regular files; block devices, rbd: and faulty: specs
- * are probed too, but only an explicit --format qcow2 makes them qcow2 when they are not
- * regular files) and returns the top node in *out. `depth` is the number of images above
+/* Opens `spec` as `fmt` (AUTO: probe regular files, and faulty: specs over one; block
+ * devices and rbd: images are raw unless `fmt` is IMAGE_FORMAT_QCOW2) and returns the top node in *out. `depth` is the number of images above
  * this one in a chain (0 for the export's own image). For qcow2 the backing file named in
  * the header is opened read-only through this same function, relative to the image's folder.
  * *probed_raw is set when AUTO found raw (the caller then refuses header-making writes).
  * Returns 0 or -errno: those of backing_open, -EINVAL (a malformed image, with one log line
  * naming what), -ENOTSUP (a feature this build does not serve, logged), -ELOOP (chain too
  * deep or looping). Main thread. */
+/* format_open for an already opened protocol backing `child` (the caller opened `spec`
+ * with backing_open, so it can tell that open's errors from the format's): with AUTO,
+ * probes `child` when it is a regular file (or a faulty: over one) and takes anything
+ * else as raw without reading it. On success *out owns `child`; on failure `child` stays
+ * the caller's. Returns 0 or -EINVAL, -ENOTSUP, -EUCLEAN, -ELOOP, -ENOMEM, an I/O -errno
+ * (as format_open). Main thread, or export_attach under the export's lock. */
+int format_open_node(struct backing *child, const char *spec, enum image_format fmt,
+                     const struct backing_options *opts, unsigned depth, struct backing **out,
+                     bool *probed_raw);
+
+/* True when IMAGE_FORMAT_AUTO reads `spec`'s magic: a regular file, or a faulty: spec
+ * over one. Block and character devices and rbd: images are raw unless the command line
+ * says qcow2. Looks at the path (stat), opens nothing. Any thread. */
+bool format_spec_probed(const char *spec);
+
+/* The format of an opened node: IMAGE_FORMAT_QCOW2 for a qcow2 node (vtable kind "qcow2"),
+ * else IMAGE_FORMAT_RAW. Any thread. */
+enum image_format format_of_node(const struct backing *b);
+
 int format_open(const char *spec, enum image_format fmt, const struct backing_options *opts,
                 unsigned depth, struct backing **out, bool *probed_raw);
 

@@ -124,6 +124,10 @@
 #define NBD_STATE_HOLE  (1u << 0)
 #define NBD_STATE_ZERO  (1u << 1)
 #define NBD_META_BASE_ALLOCATION "base:allocation"
+/* QEMU's docs/interop/nbd.txt, "qemu:allocation-depth": each extent's 32-bit value is the
+ * depth in the backing chain where it is allocated (0: nowhere, 1: the image itself, 2: its
+ * backing file, ...). */
+#define NBD_META_QEMU_ALLOCATION_DEPTH "qemu:allocation-depth"
 
 /* Sizes fixed by the spec (bytes). */
 #define NBD_OPTION_HEADER_SIZE   16u  /* IHAVEOPT, option, length */

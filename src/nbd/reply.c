@@ -134,47 +134,98 @@ size_t nbd_error_offset_reply_encode(uint8_t *out, bool extended, uint64_t cooki
   return n;
 }
 
-size_t nbd_block_status_encode(uint8_t *hdr, bool extended, uint64_t cookie, uint64_t offset,
-                               uint32_t context_id, struct nbd_extent *extents,
-                               uint32_t count, size_t *payload_bytes)
+/* The extents a chunk carries: all `count`, or in compact form up to and including the
+ * first one too long for a 32-bit descriptor (reported shorter; later ones would no longer
+ * be consecutive). */
+static uint32_t chunk_count(const struct nbd_extent *extents, uint32_t count, bool extended)
 {
-  uint8_t *wire = (uint8_t *)extents;
-  size_t n;
+  for (uint32_t i = 0; !extended && i < count; i++) {
+    if (extents[i].length > UINT32_MAX - 4095) {
+      return i + 1;
+    }
+  }
+  return count;
+}
 
-  assert(count > 0);
+/* Writes `count` descriptors of `extents` (their flags, or their depth when `depth`) at
+ * `wire`, which may be `extents` itself: each entry is read before its wire form, which
+ * starts at or before the entry and ends before the next one, is written. */
+static void descriptors_put(uint8_t *wire, const struct nbd_extent *extents, uint32_t count,
+                            bool extended, bool depth)
+{
   for (uint32_t i = 0; i < count; i++) {
-    /* Read entry i before writing its wire form: the wire form of entry i starts at or
-     * before the struct of entry i and ends before the struct of entry i + 1. */
     uint64_t length = extents[i].length;
-    uint32_t flags = extents[i].flags;
+    uint32_t value = depth ? extents[i].depth : extents[i].flags;
     assert(length > 0);
     if (extended) {
       bytes_put_be64(wire + 16 * (size_t)i, length);
-      bytes_put_be64(wire + 16 * (size_t)i + 8, flags);
-    } else if (length > UINT32_MAX - 4095) {
-      /* Too long for a 32-bit descriptor: report a shorter extent and end the chunk there
-       * (later descriptors would no longer be consecutive). */
-      bytes_put_be32(wire + 8 * (size_t)i, UINT32_MAX - 4095);
-      bytes_put_be32(wire + 8 * (size_t)i + 4, flags);
-      count = i + 1;
-      break;
+      bytes_put_be64(wire + 16 * (size_t)i + 8, value);
     } else {
-      bytes_put_be32(wire + 8 * (size_t)i, (uint32_t)length);
-      bytes_put_be32(wire + 8 * (size_t)i + 4, flags);
+      bytes_put_be32(wire + 8 * (size_t)i,
+                     length > UINT32_MAX - 4095 ? UINT32_MAX - 4095 : (uint32_t)length);
+      bytes_put_be32(wire + 8 * (size_t)i + 4, value);
     }
   }
-  *payload_bytes = (size_t)count * (extended ? 16 : 8);
+}
+
+/* A block status chunk's header and context id (and count when extended) for `count`
+ * descriptors. Returns the bytes written at hdr (24 compact, 40 extended). */
+static size_t chunk_header_put(uint8_t *hdr, bool extended, bool done, uint64_t cookie,
+                               uint64_t offset, uint32_t context_id, uint32_t count)
+{
+  uint16_t flags = done ? NBD_REPLY_FLAG_DONE : 0;
+  size_t desc = (size_t)count * (extended ? 16 : 8);
+  size_t n;
+
   if (extended) {
-    n = nbd_reply_header_encode(hdr, true, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_BLOCK_STATUS_EXT,
-                                cookie, offset, 8 + *payload_bytes);
+    n = nbd_reply_header_encode(hdr, true, flags, NBD_REPLY_TYPE_BLOCK_STATUS_EXT, cookie,
+                                offset, 8 + desc);
     bytes_put_be32(hdr + n, context_id);
     bytes_put_be32(hdr + n + 4, count);
     return n + 8;
   }
-  n = nbd_reply_header_encode(hdr, false, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_BLOCK_STATUS,
-                              cookie, offset, 4 + *payload_bytes);
+  n = nbd_reply_header_encode(hdr, false, flags, NBD_REPLY_TYPE_BLOCK_STATUS, cookie, offset,
+                              4 + desc);
   bytes_put_be32(hdr + n, context_id);
   return n + 4;
+}
+
+size_t nbd_block_status_reply_encode(uint8_t *hdr, bool extended, uint64_t cookie,
+                                     uint64_t offset, uint32_t base_id, uint32_t depth_id,
+                                     struct nbd_extent *extents, uint32_t count,
+                                     size_t *payload_bytes)
+{
+  uint8_t *wire = (uint8_t *)extents;
+  size_t desc, n;
+
+  assert(count > 0 && (base_id != 0 || depth_id != 0));
+  count = chunk_count(extents, count, extended);
+  desc = (size_t)count * (extended ? 16 : 8);
+  if (base_id != 0 && depth_id != 0) {
+    /* The depth chunk first, past the entries; then the flags in place; then the depth
+     * chunk moved up behind them. */
+    uint8_t *tail = wire + (size_t)count * sizeof *extents;
+    size_t h2 = chunk_header_put(tail, extended, true, cookie, offset, depth_id, count);
+    descriptors_put(tail + h2, extents, count, extended, true);
+    descriptors_put(wire, extents, count, extended, false);
+    memmove(wire + desc, tail, h2 + desc);
+    *payload_bytes = desc + h2 + desc;
+    n = chunk_header_put(hdr, extended, false, cookie, offset, base_id, count);
+    /* the header's length field covers only its own chunk */
+    return n;
+  }
+  descriptors_put(wire, extents, count, extended, depth_id != 0);
+  *payload_bytes = desc;
+  return chunk_header_put(hdr, extended, true, cookie, offset,
+                          depth_id != 0 ? depth_id : base_id, count);
+}
+
+size_t nbd_block_status_encode(uint8_t *hdr, bool extended, uint64_t cookie, uint64_t offset,
+                               uint32_t context_id, struct nbd_extent *extents,
+                               uint32_t count, size_t *payload_bytes)
+{
+  return nbd_block_status_reply_encode(hdr, extended, cookie, offset, context_id, 0, extents,
+                                       count, payload_bytes);
 }
 
 uint32_t nbd_error_from_errno(int err)

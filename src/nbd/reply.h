@@ -74,10 +74,12 @@ size_t nbd_error_offset_reply_encode(uint8_t *out, bool extended, uint64_t cooki
                                      uint64_t offset, uint32_t error, const char *message,
                                      uint64_t error_offset);
 
-/* One base:allocation extent. */
+/* One extent of the metadata contexts: its base:allocation flags and its
+ * qemu:allocation-depth value. */
 struct nbd_extent {
   uint64_t length; /* bytes, > 0 */
   uint32_t flags;  /* NBD_STATE_* */
+  uint32_t depth;  /* qemu:allocation-depth: 0 unallocated, 1 the image, 2 its backing, ... */
 };
 _Static_assert(sizeof(struct nbd_extent) == 16, "in-place encoding needs 16-byte extents");
 
@@ -90,6 +92,28 @@ _Static_assert(sizeof(struct nbd_extent) == 16, "in-place encoding needs 16-byte
 size_t nbd_block_status_encode(uint8_t *hdr, bool extended, uint64_t cookie, uint64_t offset,
                                uint32_t context_id, struct nbd_extent *extents,
                                uint32_t count, size_t *payload_bytes);
+
+/* Bytes a block status reply for both contexts needs at `extents` beyond the count
+ * entries themselves: the second chunk's header and descriptors. */
+#define NBD_BLOCK_STATUS_SECOND_ROOM(count) ((size_t)(count) * 16u + 40u)
+
+/* The block status reply for the selected metadata contexts, in place over `extents`
+ * (count > 0 entries, consecutive from `offset`): a chunk for base:allocation with context
+ * id base_id (0: not selected) carrying each extent's flags, and one for
+ * qemu:allocation-depth with id depth_id (0: not selected) carrying each extent's depth;
+ * at least one id is not 0. The first chunk's header goes into `hdr` (at least 48 bytes);
+ * its descriptors, and then the whole second chunk (header and descriptors) when both
+ * contexts are selected, are written from the start of `extents`, so one header and one
+ * run of payload bytes (*payload_bytes) make the reply. With both contexts the buffer
+ * must hold count entries and NBD_BLOCK_STATUS_SECOND_ROOM(count) bytes more. Compact
+ * descriptors cap a length at 4 GiB - 4 KiB and end the chunks there (both chunks cover
+ * the same extents). Only the last chunk carries DONE. Returns the header bytes.
+ * Source: doc/proto.md "NBD_REPLY_TYPE_BLOCK_STATUS" (one chunk per selected context);
+ * QEMU's docs/interop/nbd.txt for the depth context. Any thread. */
+size_t nbd_block_status_reply_encode(uint8_t *hdr, bool extended, uint64_t cookie,
+                                     uint64_t offset, uint32_t base_id, uint32_t depth_id,
+                                     struct nbd_extent *extents, uint32_t count,
+                                     size_t *payload_bytes);
 
 /* Maps a -errno (or errno) from the backing to an NBD error value (spec rule 35):
  * EPERM/EROFS/EACCES -> EPERM, EIO -> EIO, ENOMEM -> ENOMEM, ENOSPC/EDQUOT/EFBIG -> ENOSPC,

@@ -22,21 +22,28 @@
 struct conn_req;
 struct loop;
 
+/* The metadata contexts a connection may select, and their context ids (the bit's value:
+ * base:allocation 1, qemu:allocation-depth 2). */
+#define CONN_META_BASE  1u /* base:allocation (doc/proto.md) */
+#define CONN_META_DEPTH 2u /* qemu:allocation-depth (QEMU's docs/interop/nbd.txt) */
+
 struct conn {
   struct transport transport;  /* transport.fd is the socket; server.c closes it */
   struct server *server;
   char peer[96];
   /* negotiated */
   struct export *export;
-  /* structured_replies, extended_headers, meta_export and meta_context are option state:
+  /* structured_replies, extended_headers and the meta_* fields are option state:
      a successful STARTTLS resets them (spec rule 13) */
   bool structured_replies;     /* also set by extended headers */
   bool extended_headers;
   bool no_zeroes;
   bool block_size_sent;        /* NBD_INFO_BLOCK_SIZE told the client the constraints */
   struct export *meta_export;  /* the export the last SET_META_CONTEXT named, if it
-                                  selected base:allocation; else NULL */
-  bool meta_context;           /* base:allocation selected for c->export */
+                                  selected a context; else NULL */
+  unsigned meta_set;           /* CONN_META_* the last SET_META_CONTEXT selected */
+  unsigned meta_contexts;      /* CONN_META_* selected for c->export (transmission) */
+  bool meta_context;           /* meta_contexts != 0: BLOCK_STATUS allowed */
   uint16_t transmission_flags;
   /* in-flight accounting and the reply queue (conn.c), under lock */
   pthread_mutex_t lock;

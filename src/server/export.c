@@ -141,6 +141,40 @@ static bool retry_too_soon(const struct timespec *failed_at)
           now.tv_nsec < failed_at->tv_nsec);
 }
 
+/* Opens a lazy export's spec and stacks its format (and --snapshot's overlay) over it,
+ * logging a failure in one line. Returns 0 and *out (setting e->probed_raw and
+ * e->describe), or -errno. Under attach_lock. */
+static int export_attach_open(struct export *e, struct backing **out)
+{
+  struct backing_options base_opts = export_stack_base_options(&e->opts, e->snapshot);
+  struct export_stack_args a = {.spec = e->spec,
+                                .spec_shown = e->log_spec,
+                                .format = e->format,
+                                .snapshot = e->snapshot,
+                                .opts = &e->opts};
+  char why[EXPORT_STACK_TEXT_MAX];
+  struct backing *child;
+  bool probed_raw;
+  int rc;
+
+  atomic_store(&e->attaching, true);
+  rc = backing_open(e->spec, &base_opts, &child);
+  atomic_store(&e->attaching, false);
+  if (rc < 0) {
+    log_error("export '%s': cannot open %s: %s (clients get NBD_REP_ERR_UNKNOWN; retried "
+              "at the next NBD_OPT_GO)", e->log_name, e->log_spec, strerror(-rc));
+    return rc;
+  }
+  rc = export_stack_open(&a, child, out, &probed_raw, e->describe, why, sizeof why);
+  if (rc < 0) {
+    log_error("export '%s': %s (clients get NBD_REP_ERR_UNKNOWN; retried at the next "
+              "NBD_OPT_GO)", e->log_name, why);
+    return rc;
+  }
+  e->probed_raw = probed_raw;
+  return 0;
+}
+
 int export_attach(struct export *e)
 {
   struct backing *b;
@@ -157,25 +191,23 @@ int export_attach(struct export *e)
     rc = e->attach_error;
   } else {
     log_info("export '%s': opening %s (first NBD_OPT_GO)", e->log_name, e->log_spec);
-    atomic_store(&e->attaching, true);
-    rc = backing_open(e->spec, &e->opts, &b);
-    atomic_store(&e->attaching, false);
+    rc = export_attach_open(e, &b);
     if (rc == 0) {
       rc = export_take_backing(e, b);
       if (rc < 0) {
+        log_error("export '%s': %s", e->log_name, strerror(-rc));
         backing_close(b);
       }
     }
     if (rc == 0) {
       e->attach_error = 0;
-      log_info("export '%s': %s attached, %llu bytes%s", e->log_name, e->log_spec,
-               (unsigned long long)e->backing->geo.size, e->read_only ? ", read-only" : "");
+      log_info("export '%s': %s attached, %llu bytes, %s%s", e->log_name, e->log_spec,
+               (unsigned long long)e->backing->geo.size, e->describe,
+               e->read_only ? ", read-only" : "");
       atomic_store_explicit(&e->attached, true, memory_order_release);
     } else {
       e->attach_error = rc;
       clock_gettime(CLOCK_MONOTONIC, &e->attach_failed_at);
-      log_error("export '%s': cannot open %s: %s (clients get NBD_REP_ERR_UNKNOWN; retried "
-                "at the next NBD_OPT_GO)", e->log_name, e->log_spec, strerror(-rc));
     }
   }
   pthread_mutex_unlock(&e->attach_lock);

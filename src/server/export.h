@@ -15,6 +15,8 @@
 #include <time.h>
 
 #include "backing/backing.h"
+#include "backing/format.h"
+#include "server/export_open.h"
 #include "server/fence.h"
 #include "util/log.h"
 
@@ -31,6 +33,14 @@ struct export {
    * same thread (its acquire pairs with the attaching thread's release). */
   struct backing *backing;
   bool read_only;
+  /* The image's format was probed and found raw: a WRITE that would give it a known
+   * image header is refused (format_write_makes_header; QEMU's guard, CVE-2008-2004).
+   * Set with the backing. */
+  bool probed_raw;
+  enum image_format format; /* --format, for a lazy export's attach */
+  bool snapshot;            /* --snapshot, for a lazy export's attach */
+  char describe[EXPORT_STACK_TEXT_MAX]; /* what is served ("qcow2 image (probed)", the
+                                           overlay); "" until attached */
   enum sync_mode sync;
   uint32_t min_block;      /* bytes: NBD_INFO_BLOCK_SIZE minimum (case C07); set at attach */
   uint32_t preferred_block;/* bytes; set at attach */
@@ -56,7 +66,8 @@ int export_create(const char *name, struct backing *backing, bool read_only,
                   enum sync_mode sync, struct export **out);
 
 /* Makes an export whose backing (spec, opened with opts; opts' strings must outlive the
- * export) is opened only by the first export_attach: for backings that are costly to open,
+ * export; then stacked as e->format and e->snapshot say, which the caller sets before any
+ * connection: export_open.h) is opened only by the first export_attach: for backings that are costly to open,
  * such as a Ceph image (nothing expensive happens before some client's NBD_OPT_GO).
  * Returns 0 and *out, or -ENOMEM / -ENAMETOOLONG. Main thread. */
 int export_create_lazy(const char *name, const char *spec, const struct backing_options *opts,

@@ -130,27 +130,59 @@ static int option_info_go(struct conn *c, uint32_t option, const uint8_t *payloa
   }
   if (option == NBD_OPT_GO) {
     c->export = e;
-    c->meta_context = c->meta_export == e;
+    c->meta_contexts = c->meta_export == e ? c->meta_set : 0;
+    c->meta_context = c->meta_contexts != 0;
     return 1;
   }
   return 0;
 }
 
-/* NBD_OPT_LIST_META_CONTEXT and NBD_OPT_SET_META_CONTEXT with the one context diskgate
- * has, base:allocation (doc/proto.md "Metadata querying"; spec rule 14). Context id 1. */
+/* The contexts one query names (CONN_META_*): an exact name, or for LIST a namespace
+ * alone ("base:", "qemu:"), which names every context in it. Unknown namespaces and leaf
+ * names name nothing (doc/proto.md "Metadata querying"). */
+static unsigned meta_query_contexts(const uint8_t *q, uint32_t qlen, bool set)
+{
+  static const struct {
+    const char *name;
+    size_t ns_len; /* bytes of the namespace, colon included */
+    unsigned bit;
+  } known[] = {{NBD_META_BASE_ALLOCATION, 5, CONN_META_BASE},
+               {NBD_META_QEMU_ALLOCATION_DEPTH, 5, CONN_META_DEPTH}};
+  unsigned bits = 0;
+
+  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+    bool exact = qlen == strlen(known[i].name) && memcmp(q, known[i].name, qlen) == 0;
+    bool wildcard = !set && qlen == known[i].ns_len && memcmp(q, known[i].name, qlen) == 0;
+    if (exact || wildcard) {
+      bits |= known[i].bit;
+    }
+  }
+  return bits;
+}
+
+/* NBD_OPT_LIST_META_CONTEXT and NBD_OPT_SET_META_CONTEXT with the contexts diskgate has:
+ * base:allocation (context id 1) and qemu:allocation-depth (id 2; QEMU's
+ * docs/interop/nbd.txt, as qemu-nbd -A) (doc/proto.md "Metadata querying"; spec rule 14).
+ * Each context is replied once, however many queries name it. */
 static int option_meta_context(struct conn *c, uint32_t option, const uint8_t *payload,
                                uint32_t length)
 {
+  static const struct {
+    unsigned bit;
+    const char *name;
+  } contexts[] = {{CONN_META_BASE, NBD_META_BASE_ALLOCATION},
+                  {CONN_META_DEPTH, NBD_META_QEMU_ALLOCATION_DEPTH}};
   bool set = option == NBD_OPT_SET_META_CONTEXT;
   struct nbd_meta_request m;
   const uint8_t *q;
   uint32_t qlen, pos = 0;
-  bool selected = false;
+  unsigned selected = 0;
   struct export *e;
-  uint8_t buf[4 + sizeof NBD_META_BASE_ALLOCATION];
+  uint8_t buf[4 + sizeof NBD_META_QEMU_ALLOCATION_DEPTH];
 
   if (set) {
     c->meta_export = NULL; /* SET replaces the selection, even when it fails */
+    c->meta_set = 0;
   }
   if (!c->structured_replies) {
     return reply_error(c, option, NBD_REP_ERR_INVALID,
@@ -163,26 +195,24 @@ static int option_meta_context(struct conn *c, uint32_t option, const uint8_t *p
   if (e == NULL) {
     return reply_error(c, option, NBD_REP_ERR_UNKNOWN, "unknown export");
   }
-  if (m.query_count == 0) {
-    selected = !set; /* LIST with no query lists everything; SET selects nothing */
+  if (m.query_count == 0 && !set) {
+    selected = CONN_META_BASE | CONN_META_DEPTH; /* LIST with no query lists everything */
   }
   while (nbd_meta_query_next(&m, &pos, &q, &qlen)) {
-    bool exact = qlen == strlen(NBD_META_BASE_ALLOCATION) &&
-                 memcmp(q, NBD_META_BASE_ALLOCATION, qlen) == 0;
-    bool wildcard = qlen == 5 && memcmp(q, "base:", 5) == 0;
-    if (exact || (wildcard && !set)) {
-      selected = true; /* unknown namespaces and leaf names are ignored */
+    selected |= meta_query_contexts(q, qlen, set);
+  }
+  for (size_t i = 0; i < sizeof contexts / sizeof contexts[0]; i++) {
+    if (selected & contexts[i].bit) {
+      size_t n = nbd_rep_meta_context_encode(buf, set ? contexts[i].bit : 0, contexts[i].name);
+      int rc = reply_send(c, option, NBD_REP_META_CONTEXT, buf, (uint32_t)n);
+      if (rc < 0) {
+        return rc;
+      }
     }
   }
-  if (selected) {
-    size_t n = nbd_rep_meta_context_encode(buf, set ? 1 : 0, NBD_META_BASE_ALLOCATION);
-    int rc = reply_send(c, option, NBD_REP_META_CONTEXT, buf, (uint32_t)n);
-    if (rc < 0) {
-      return rc;
-    }
-    if (set) {
-      c->meta_export = e;
-    }
+  if (set && selected != 0) {
+    c->meta_export = e;
+    c->meta_set = selected;
   }
   return reply_send(c, option, NBD_REP_ACK, NULL, 0);
 }
@@ -219,7 +249,8 @@ static int option_export_name(struct conn *c, const uint8_t *payload, uint32_t l
   }
   c->export = e;
   /* as after GO: the final SET_META_CONTEXT's selection holds iff it named this export */
-  c->meta_context = c->meta_export == e;
+  c->meta_contexts = c->meta_export == e ? c->meta_set : 0;
+  c->meta_context = c->meta_contexts != 0;
   c->transmission_flags = export_transmission_flags(e, c->structured_replies);
   n = nbd_export_name_reply_encode(buf, e->backing->geo.size, c->transmission_flags,
                                    c->no_zeroes);
@@ -285,6 +316,8 @@ static int option_starttls(struct conn *c, uint32_t length)
   c->structured_replies = false;
   c->extended_headers = false;
   c->meta_export = NULL;
+  c->meta_set = 0;
+  c->meta_contexts = 0;
   c->meta_context = false;
   return 0;
 }

@@ -24,6 +24,7 @@
 #include "server/accept_guard.h"
 #include "server/conn_loop.h"
 #include "server/export.h"
+#include "server/export_open.h"
 #include "server/listen.h"
 #include "server/listen_hosts.h"
 #include "io/loop.h"
@@ -86,15 +87,52 @@ static int open_after_old(const char *path, const struct backing_options *opts, 
   return rc;
 }
 
+/* Stacks the format (and --snapshot's overlay) over `b`, the opened protocol backing of
+ * cfg->path (export_open.h), and makes the export. Returns 0, or after one line on stderr
+ * an exit status (2: the image is refused; 1: memory ran out); b is then closed. */
+static int open_export_stack(const struct serve_config *cfg, const struct backing_options *opts,
+                             struct backing *b, struct export **out)
+{
+  struct export_stack_args a = {.spec = cfg->path,
+                                .spec_shown = cfg->path_shown,
+                                .format = cfg->format,
+                                .snapshot = cfg->snapshot,
+                                .opts = opts};
+  char describe[EXPORT_STACK_TEXT_MAX], why[EXPORT_STACK_TEXT_MAX];
+  struct backing *top;
+  bool probed_raw;
+  int rc;
+
+  rc = export_stack_open(&a, b, &top, &probed_raw, describe, why, sizeof why);
+  if (rc < 0) {
+    fprintf(stderr, "diskgate serve: %s\n", why);
+    return cli_startup_status(rc);
+  }
+  /* export_create adds the backing's own read-only (an RBD snapshot) to --read-only. */
+  rc = export_create(cfg->export_name, top, cfg->opts.read_only, cfg->opts.sync, out);
+  if (rc < 0) {
+    backing_close(top);
+    fprintf(stderr, "diskgate serve: %s\n", strerror(-rc));
+    return 1;
+  }
+  (*out)->probed_raw = probed_raw;
+  (*out)->format = cfg->format;
+  (*out)->snapshot = cfg->snapshot;
+  snprintf((*out)->describe, sizeof (*out)->describe, "%s", describe);
+  return 0;
+}
+
 static int open_export(const struct serve_config *cfg, struct engine *engine,
                        struct export **out)
 {
   struct backing_options opts = cfg->opts;
+  struct backing_options base_opts;
   struct backing_spec_info info;
   struct backing *b;
   int rc;
 
   opts.engine = engine;
+  base_opts = export_stack_base_options(&opts, cfg->snapshot); /* --snapshot: read-only */
   rc = backing_spec_check(cfg->path, &info);
   if (rc == -EINVAL) {
     fprintf(stderr, "diskgate serve: %s: expected rbd:POOL[/NAMESPACE]/IMAGE[@SNAP]\n",
@@ -119,17 +157,21 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
               rc == -ELIBACC ? log_escape_str(shown, sizeof shown, why) : strerror(-rc));
       return cli_startup_status(rc);
     }
+    /* under --snapshot an RBD snapshot is the read-only base of a writable overlay */
     rc = export_create_lazy(cfg->export_name, cfg->path, &opts,
-                            cfg->opts.read_only || info.read_only, cfg->opts.sync, out);
+                            cfg->opts.read_only || (info.read_only && !cfg->snapshot),
+                            cfg->opts.sync, out);
     if (rc < 0) {
       fprintf(stderr, "diskgate serve: %s\n", strerror(-rc));
       return 1;
     }
+    (*out)->format = cfg->format;
+    (*out)->snapshot = cfg->snapshot;
     return 0;
   }
-  rc = backing_open(cfg->path, &opts, &b);
+  rc = backing_open(cfg->path, &base_opts, &b);
   if ((rc == -EBUSY || rc == -ETXTBSY) && reexec_takeover_pid() > 0) {
-    rc = open_after_old(cfg->path, &opts, reexec_takeover_pid(), &b);
+    rc = open_after_old(cfg->path, &base_opts, reexec_takeover_pid(), &b);
   }
   if (rc == -EBUSY) {
     fprintf(stderr, "diskgate serve: %s is already served by another process (its lock is held)\n",
@@ -171,14 +213,7 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
             hint ? " (to serve it read-only, add --read-only)" : "");
     return cli_startup_status(rc);
   }
-  /* export_create adds the backing's own read-only (an RBD snapshot) to --read-only. */
-  rc = export_create(cfg->export_name, b, cfg->opts.read_only, cfg->opts.sync, out);
-  if (rc < 0) {
-    backing_close(b);
-    fprintf(stderr, "diskgate serve: %s\n", strerror(-rc));
-    return 1;
-  }
-  return 0;
+  return open_export_stack(cfg, &opts, b, out);
 }
 
 /* Opens every listener; prints nothing on stdout (print_listeners does, once start-up has
@@ -299,10 +334,11 @@ static void print_listeners(const struct serve_config *cfg, const struct listene
  * and --sync none warnings), once start-up has succeeded. */
 static void log_serving(const struct serve_config *cfg, const struct export *e)
 {
-  char size[48] = "opened at the first NBD_OPT_GO";
+  char size[48 + EXPORT_STACK_TEXT_MAX] = "opened at the first NBD_OPT_GO";
 
   if (export_is_attached(e)) {
-    snprintf(size, sizeof size, "%llu bytes", (unsigned long long)e->backing->geo.size);
+    snprintf(size, sizeof size, "%llu bytes, %s", (unsigned long long)e->backing->geo.size,
+             e->describe);
   }
   log_info("serving %s as export '%s': %s, sync %s, cache %s, engine %s, %u thread%s%s",
            cfg->path_shown, e->log_name, size, sync_mode_name(cfg->opts.sync),
@@ -507,14 +543,23 @@ static void serve_loops_start(const struct serve_config *cfg, struct engine *eng
 /* SIGUSR2: starts a new server with this one's command line (argv, as serve_main got it:
  * argv[-1] is main's argv[0]) that inherits the listeners, so that no connect is refused
  * while this one drains (reexec.h). The pid file is left to the new server. Returns 0, or
- * -1 after a log line when it could not start (this one goes on serving; the pid file is
- * written again). Main thread. */
+ * -1 after a log line when it could not start or must not (--snapshot: the overlay's
+ * writes cannot move to a new process); this one then goes on serving (the pid file is
+ * written again when it was released). Main thread. */
 static int serve_hand_over(const struct serve_config *cfg, char **argv, struct listener *ls,
                            size_t nls, struct pid_file *pid_file)
 {
   int fds[LISTEN_MAX];
   pid_t pid;
 
+  if (cfg->snapshot) {
+    /* the overlay is unlinked: a new server would start from an empty one, and the
+     * clients would see their writes undone */
+    log_warn("SIGUSR2 ignored: under --snapshot a new server cannot take over the "
+             "temporary overlay, and the writes in it would be lost; this one goes on "
+             "serving");
+    return -1;
+  }
   for (size_t i = 0; i < nls; i++) {
     fds[i] = ls[i].fd;
   }

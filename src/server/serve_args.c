@@ -3,19 +3,29 @@
 #include "server/serve_args.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "backing/format.h"
 #include "server/listen.h"
 #include "util/cli.h"
 
 static const char serve_usage[] =
   "Usage: diskgate serve [OPTIONS] PATH\n"
-  "Serve PATH (a raw image file, a block device or partition, a character device, or\n"
-  "rbd:POOL/IMAGE[@SNAP]) over NBD until SIGINT, SIGTERM or SIGHUP.\n"
+  "Serve PATH (a raw or qcow2 image file, a block device or partition, a character\n"
+  "device, or rbd:POOL/IMAGE[@SNAP]) over NBD until SIGINT, SIGTERM or SIGHUP.\n"
   "\n"
+  "  --format auto|raw|qcow2  the image's format (default auto: a regular file is probed\n"
+  "                         by its magic; a device or rbd: image is raw). A probed raw\n"
+  "                         image refuses writes that would give it a qcow2 header\n"
+  "  --snapshot             writes go to a temporary qcow2 overlay in $TMPDIR (default\n"
+  "                         /var/tmp), deleted at exit; the image is opened read-only\n"
+  "  --l2-cache-size SIZE   qcow2: bytes of L2 table cache per image, K/M/G suffixes\n"
+  "                         (default 8M: covers 64 GiB of 64 KiB clusters)\n"
   "  --export NAME          export name clients ask for, UTF-8 (default: the empty name;\n"
   "                         once)\n"
   "  --listen HOST:PORT     TCP listener; HOST an address or a name, IPv6 as [ADDR]:PORT\n"
@@ -77,7 +87,7 @@ enum {
   OPT_ENGINE, OPT_PID_FILE, OPT_CEPH_CONF, OPT_CEPH_ID, OPT_HELP, OPT_VERBOSE,
   OPT_HS_TIMEOUT, OPT_MAX_HS, OPT_UNALIGNED, OPT_TLS, OPT_TLS_CERTS, OPT_TLS_PSK,
   OPT_FORCE_SHARE, OPT_MAX_CONNS,
-  OPT_ALLOW_BUSY,
+  OPT_ALLOW_BUSY, OPT_FORMAT, OPT_SNAPSHOT, OPT_L2_CACHE,
 };
 
 static const struct option longopts[] = {
@@ -101,10 +111,18 @@ static const struct option longopts[] = {
   {"tls", required_argument, NULL, OPT_TLS},
   {"tls-certificates", required_argument, NULL, OPT_TLS_CERTS},
   {"tls-psk", required_argument, NULL, OPT_TLS_PSK},
+  {"format", required_argument, NULL, OPT_FORMAT},
+  {"snapshot", no_argument, NULL, OPT_SNAPSHOT},
+  {"l2-cache-size", required_argument, NULL, OPT_L2_CACHE},
   {"verbose", no_argument, NULL, OPT_VERBOSE},
   {"help", no_argument, NULL, OPT_HELP},
   {NULL, 0, NULL, 0},
 };
+
+/* --l2-cache-size's bounds, bytes: one 64 KiB table at least; at most what covers
+ * 512 TiB of 64 KiB clusters. */
+#define SERVE_L2_CACHE_MIN (64ull << 10)
+#define SERVE_L2_CACHE_MAX (64ull << 30)
 
 /* One line naming the problem, exit status 2. `arg`, a value from the command line, is
  * escaped (one line, printable ASCII, whatever it holds). */
@@ -204,6 +222,36 @@ static int option_apply_address(struct serve_config *cfg, int c, const char *val
   }
 }
 
+/* Parses SIZE: decimal bytes with an optional K, M or G suffix (powers of 1024), as QEMU's
+ * l2-cache-size takes it. Returns 0 and *out, or -EINVAL (empty, not a number, another
+ * suffix, or past 2^64). */
+static int size_parse(const char *text, uint64_t *out)
+{
+  uint64_t v = 0;
+  const char *p = text;
+  unsigned shift = 0;
+
+  if (*p < '0' || *p > '9') {
+    return -EINVAL;
+  }
+  for (; *p >= '0' && *p <= '9'; p++) {
+    if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10) {
+      return -EINVAL;
+    }
+    v = v * 10 + (uint64_t)(*p - '0');
+  }
+  if (*p != '\0') {
+    static const char suffixes[] = "KkMmGg";
+    const char *at = strchr(suffixes, *p);
+    shift = at != NULL ? 10 * (unsigned)((at - suffixes) / 2 + 1) : 0;
+    if (shift == 0 || p[1] != '\0' || v > (UINT64_MAX >> shift)) {
+      return -EINVAL;
+    }
+  }
+  *out = v << shift;
+  return 0;
+}
+
 /* The options whose value is a number or one of a few words (c; value not empty).
  * Returns -1, 0 when c is none of them, or an exit status (2). */
 static int option_apply_setting(struct serve_config *cfg, int c, const char *value)
@@ -241,6 +289,17 @@ static int option_apply_setting(struct serve_config *cfg, int c, const char *val
                ? bad_usage("--max-connections takes a number from 0 (no limit) to 1000000, "
                            "not '%s'", value)
                : -1;
+  case OPT_FORMAT:
+    return image_format_parse(value, &cfg->format) < 0
+               ? bad_usage("--format takes auto, raw or qcow2, not '%s'", value) : -1;
+  case OPT_L2_CACHE:
+    if (size_parse(value, &cfg->opts.l2_cache_size) < 0 ||
+        cfg->opts.l2_cache_size < SERVE_L2_CACHE_MIN ||
+        cfg->opts.l2_cache_size > SERVE_L2_CACHE_MAX) {
+      return bad_usage("--l2-cache-size takes bytes from 64K to 64G (suffixes K, M, G), "
+                       "not '%s'", value);
+    }
+    return -1;
   case OPT_TLS:
     cfg->tls_given = true;
     return tls_mode_parse(value, &cfg->tls) < 0
@@ -291,6 +350,9 @@ static int option_apply(struct serve_config *cfg, int c, char **argv)
   case OPT_ALLOW_BUSY:
     cfg->opts.allow_busy = true;
     return -1;
+  case OPT_SNAPSHOT:
+    cfg->snapshot = true;
+    return -1;
   case OPT_VERBOSE:
     log_set_level(LOG_DEBUG);
     return -1;
@@ -332,6 +394,14 @@ static int config_finish(struct serve_config *cfg, int argc, char **argv)
   }
   if (cfg->opts.allow_busy && strncmp(argv[optind], "rbd:", 4) == 0) {
     return bad_usage("--allow-busy-device is for block devices, not %s", argv[optind]);
+  }
+  if (cfg->snapshot && cfg->opts.read_only) {
+    return bad_usage("--snapshot keeps writes in a temporary overlay; with --read-only there "
+                     "are none%s", "");
+  }
+  if (cfg->snapshot && cfg->opts.force_share) {
+    return bad_usage("--snapshot locks the image as a reader; it cannot share it with "
+                     "writers (--force-share)%s", "");
   }
   cfg->path = argv[optind];
   log_escape_str(cfg->path_shown, sizeof cfg->path_shown, cfg->path);

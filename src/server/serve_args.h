@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "backing/backing.h"
+#include "backing/format.h"
 #include "io/engine.h"
 #include "server/tls.h"
 #include "util/log.h"
@@ -19,7 +20,9 @@ struct serve_config {
   const char *listen_addr;
   const char *socket_path;
   const char *pid_file;
-  struct backing_options opts;
+  struct backing_options opts; /* opts.l2_cache_size: --l2-cache-size (0: the default) */
+  enum image_format format;    /* --format (IMAGE_FORMAT_AUTO: probe) */
+  bool snapshot;               /* --snapshot: writes go to a temporary qcow2 overlay */
   enum engine_kind engine;
   unsigned threads;
   unsigned handshake_timeout;
@@ -34,8 +37,8 @@ struct serve_config {
 
 /* Parses `diskgate serve ARGS...` (argv[0] is "serve") into *cfg (zeroed by the caller):
  * defaults first, then each option, then the checks across options (one PATH;
- * --force-share needs --read-only and a file). Returns -1 to go on serving, or an exit
- * status: 0 after --help (the usage on stdout), 2 for a bad command line (one line on
+ * --force-share needs --read-only and a file; --snapshot excludes --read-only). Returns -1
+ * to go on serving, or an exit status: 0 after --help (the usage on stdout), 2 for a bad command line (one line on
  * stderr naming the problem). Main thread, once (it resets getopt's optind). */
 int serve_args_parse(int argc, char **argv, struct serve_config *cfg);
 

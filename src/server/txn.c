@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backing/format.h"
 #include "server/conn.h"
 #include "server/durability.h"
 #include "util/bytes.h"
@@ -21,8 +22,10 @@
 #define SPARSE_READ_MIN (64u * 1024u)
 
 _Static_assert(sizeof(struct nbd_extent) == sizeof(struct backing_extent) &&
+                 offsetof(struct nbd_extent, flags) == offsetof(struct backing_extent, flags) &&
+                 offsetof(struct nbd_extent, depth) == offsetof(struct backing_extent, depth) &&
                  BACKING_EXTENT_HOLE == NBD_STATE_HOLE && BACKING_EXTENT_ZERO == NBD_STATE_ZERO,
-               "backing extents are base:allocation extents");
+               "backing extents are the metadata contexts' extents");
 
 struct nbd_export_limits txn_limits(const struct conn *c)
 {
@@ -105,7 +108,9 @@ size_t txn_cost(const struct nbd_request *req, uint64_t payload)
     return (size_t)req->length;
   }
   if (req->type == NBD_CMD_BLOCK_STATUS) {
-    return (size_t)extent_max_of(req) * sizeof(struct nbd_extent);
+    /* room for the second context's chunk too (nbd_block_status_reply_encode) */
+    uint32_t n = extent_max_of(req);
+    return (size_t)n * sizeof(struct nbd_extent) + NBD_BLOCK_STATUS_SECOND_ROOM(n);
   }
   return (size_t)payload;
 }
@@ -201,6 +206,7 @@ static bool txn_emulate(struct conn_req *r)
     struct backing_extent *ex = r->buf;
     ex[0].length = r->req.length;
     ex[0].flags = 0;
+    ex[0].depth = 1;
     r->op.extent_count = 1;
     txn_complete(&r->op, 0);
     return true;
@@ -231,10 +237,39 @@ static void fence_ready(struct fence_entry *entry)
   txn_start(r); /* op.nonblocking stays true: this thread may be an event loop's */
 }
 
+/* The probed-raw guard (format.h, format_write_makes_header): true when r is a WRITE to an
+ * image whose format was probed as raw and its payload would give sector 0 a known image
+ * header, which a later probe would open as that format (QEMU refuses it too: the class of
+ * CVE-2008-2004). Then r is answered NBD_EPERM without reaching the backing, with one log
+ * line (rate-limited with the connection's other refusals). */
+static bool txn_guard_header(struct conn_req *r)
+{
+  static const char msg[] = "the image was probed as raw: a write that gives it an image "
+                            "header is refused (serve it with --format raw to allow)";
+  struct conn *c = r->conn;
+  const char *more;
+
+  if (r->op.type != BACKING_OP_WRITE || !c->export->probed_raw ||
+      !format_write_makes_header(r->req.offset, r->buf, r->req.length)) {
+    return false;
+  }
+  if (log_rate_allows(&c->refusals, "refusals", &more)) {
+    log_warn("%s: WRITE offset %llu length %llu refused: it would give the probed raw image "
+             "a qcow2 header (serve it with --format raw to allow)%s", c->peer,
+             (unsigned long long)r->req.offset, (unsigned long long)r->req.length, more);
+  }
+  txn_reply_encode(r, NBD_EPERM, msg);
+  c->reply_ready(r);
+  return true;
+}
+
 void txn_submit(struct conn_req *r, bool nonblocking)
 {
   struct export *e = r->conn->export;
 
+  if (txn_guard_header(r)) {
+    return;
+  }
   r->op.nonblocking = nonblocking;
   atomic_fetch_add(&r->conn->backing_busy, 1); /* until txn_complete */
   if (op_writes(r->op.type) && r->req.length > 0) {
@@ -297,9 +332,15 @@ void txn_reply_encode(struct conn_req *r, uint32_t error, const char *message)
     return;
   }
   if (req->type == NBD_CMD_BLOCK_STATUS && error == NBD_SUCCESS) {
-    r->hdr_len = nbd_block_status_encode(r->hdr, ext, req->cookie, req->offset, 1,
-                                         (struct nbd_extent *)r->buf, r->op.extent_count,
-                                         &r->data_len);
+    struct nbd_extent *ex = r->buf;
+    if ((c->meta_contexts & CONN_META_DEPTH) && !c->export->backing->geo.can_depth) {
+      for (uint32_t i = 0; i < r->op.extent_count; i++) {
+        ex[i].depth = 1; /* one image, allocated everywhere (as qemu-nbd -A on a raw file) */
+      }
+    }
+    r->hdr_len = nbd_block_status_reply_encode(
+        r->hdr, ext, req->cookie, req->offset, c->meta_contexts & CONN_META_BASE,
+        c->meta_contexts & CONN_META_DEPTH, ex, r->op.extent_count, &r->data_len);
     r->send_data = true;
     return;
   }

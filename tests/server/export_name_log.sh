@@ -3,7 +3,7 @@
 # The operator's --export name goes into the start-up log escaped, like names that come from
 # clients: a newline in it never splits the "serving ..." line (or the --sync none warning)
 # in two. The export is still served under its real name. Paths are escaped the
-# same way: the image's (the "serving" line, the qcow2 warning, "cannot open"), the Unix
+# same way: the image's (the "serving" line, a refused image's line, "cannot open"), the Unix
 # socket's (--verbose peer names) and the pid file's. A client's unknown export name is
 # logged escaped, once per option that asked for it, naming the option.
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -40,8 +40,14 @@ printf 'QFI\xfb' >"$img"
 truncate -s 1M "$img"
 mkdir "$T/"$'s\nd'
 DG_SOCK_DIR=$T/$'s\nd'
+rc=0
+"$DISKGATE" serve --socket "$DG_SOCK_DIR/x.sock" "$img" 2>"$T/r.log" || rc=$?
+assert_eq "$rc" 2 "exit status for a refused qcow2 image"
+assert_eq "$(grep -c "^diskgate serve: " "$T/r.log")" 1 "refusal lines for a refused qcow2 image"
+grep -qF "diskgate serve: $T/b\x0ac.img: " "$T/r.log" ||
+  { cat "$T/r.log" >&2; fail "the refused image's line does not escape the path"; }
 "$DISKGATE" serve --socket "$DG_SOCK_DIR/x.sock" --verbose --engine "${DG_ENGINE:-uring}" \
-  "$img" >"$T/p.out" 2>"$T/p.log" &
+  --format raw "$img" >"$T/p.out" 2>"$T/p.log" &
 pid=$!
 DG_PIDS+=("$pid")
 for i in $(seq 1 100); do [ -S "$DG_SOCK_DIR/x.sock" ] && break; sleep 0.05; done
@@ -55,8 +61,6 @@ h.shutdown()
 PY
 kill -TERM "$pid"
 wait "$pid" || fail "diskgate exited non-zero"
-grep -qF "$T/b\x0ac.img starts with a qcow2 header" "$T/p.log" ||
-  { cat "$T/p.log" >&2; fail "the qcow2 warning does not escape the path"; }
 grep -qF "serving $T/b\x0ac.img as export ''" "$T/p.log" ||
   { cat "$T/p.log" >&2; fail "the start-up line does not escape the path"; }
 grep -qF "unix:$T/s\x0ad/x.sock#" "$T/p.log" ||

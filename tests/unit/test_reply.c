@@ -264,7 +264,7 @@ static void test_rule16_error_reply_extended_layout(void **state)
 
 static void test_rule30_block_status_compact_layout(void **state)
 {
-  struct nbd_extent ext[2] = {{4096, 0}, {8192, NBD_STATE_HOLE | NBD_STATE_ZERO}};
+  struct nbd_extent ext[2] = {{4096, 0, 1}, {8192, NBD_STATE_HOLE | NBD_STATE_ZERO, 0}};
   uint8_t hdr[48];
   size_t payload = 0;
   const uint8_t expect_hdr[24] = {
@@ -287,7 +287,7 @@ static void test_rule30_block_status_compact_layout(void **state)
 
 static void test_rule30_block_status_compact_caps_long_extent(void **state)
 {
-  struct nbd_extent ext[2] = {{UINT64_C(1) << 33, NBD_STATE_HOLE}, {4096, 0}};
+  struct nbd_extent ext[2] = {{UINT64_C(1) << 33, NBD_STATE_HOLE, 0}, {4096, 0, 1}};
   uint8_t hdr[48];
   size_t payload = 0;
   const uint8_t expect_desc[8] = {0xFF, 0xFF, 0xF0, 0x00, 0x00, 0x00, 0x00, 0x01};
@@ -368,7 +368,7 @@ static void test_rule31_error_offset_reply_layout(void **state)
 
 static void test_rule16_rule30_block_status_extended_layout(void **state)
 {
-  struct nbd_extent ext[2] = {{UINT64_C(1) << 33, NBD_STATE_ZERO}, {512, 0}};
+  struct nbd_extent ext[2] = {{UINT64_C(1) << 33, NBD_STATE_ZERO, 0}, {512, 0, 1}};
   uint8_t hdr[48];
   size_t payload = 0;
   const uint8_t expect_hdr[40] = {
@@ -391,6 +391,80 @@ static void test_rule16_rule30_block_status_extended_layout(void **state)
   assert_int_equal(payload, 32);
   assert_memory_equal(hdr, expect_hdr, sizeof expect_hdr);
   assert_memory_equal((const uint8_t *)ext, expect_desc, sizeof expect_desc);
+}
+
+/* qemu:allocation-depth alone: one chunk with its own context id, each descriptor's
+ * value the extent's depth (QEMU's docs/interop/nbd.txt). */
+static void test_rule30_block_status_depth_only(void **state)
+{
+  struct nbd_extent ext[3] = {{4096, NBD_STATE_HOLE, 0}, {8192, 0, 1}, {512, 0, 3}};
+  uint8_t hdr[48];
+  size_t payload = 0;
+  const uint8_t expect_desc[24] = {
+      0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00,  /* 4096, depth 0 */
+      0x00, 0x00, 0x20, 0x00, 0x00, 0x00, 0x00, 0x01,  /* 8192, depth 1 */
+      0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x03}; /* 512, depth 3 */
+
+  (void)state;
+  assert_int_equal(nbd_block_status_reply_encode(hdr, false, 9, 0, 0, 2, ext, 3, &payload), 24);
+  assert_int_equal(payload, 24);
+  assert_memory_equal(hdr + 4, "\x00\x01\x00\x05", 4);  /* DONE, BLOCK_STATUS */
+  assert_memory_equal(hdr + 16, "\x00\x00\x00\x1C", 4); /* length 4 + 3 * 8 */
+  assert_memory_equal(hdr + 20, "\x00\x00\x00\x02", 4); /* the depth context's id */
+  assert_memory_equal((const uint8_t *)ext, expect_desc, sizeof expect_desc);
+}
+
+/* Both contexts, compact: the first chunk (flags, no DONE) in hdr and its descriptors,
+ * then the second chunk (depth, DONE) whole, in one run of payload bytes. */
+static void test_rule30_block_status_two_contexts_compact(void **state)
+{
+  struct nbd_extent buf[2 + 5] = {{4096, NBD_STATE_HOLE | NBD_STATE_ZERO, 0},
+                                  {UINT64_C(1) << 33, 0, 2}};
+  uint8_t hdr[48];
+  size_t payload = 0;
+  const uint8_t *wire = (const uint8_t *)buf;
+  const uint8_t expect[8 * 2 + 24 + 8 * 2] = {
+      0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x03, /* base: 4096 hole|zero */
+      0xFF, 0xFF, 0xF0, 0x00, 0x00, 0x00, 0x00, 0x00, /* base: capped, data */
+      0x66, 0x8E, 0x33, 0xEF, 0x00, 0x01, 0x00, 0x05, /* magic, DONE, BLOCK_STATUS */
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x09, /* cookie */
+      0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x02, /* length 4 + 16, context 2 */
+      0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, /* depth: 4096 at 0 */
+      0xFF, 0xFF, 0xF0, 0x00, 0x00, 0x00, 0x00, 0x02}; /* depth: capped, at 2 */
+
+  (void)state;
+  assert_true(sizeof buf >= 2 * sizeof buf[0] + NBD_BLOCK_STATUS_SECOND_ROOM(2));
+  assert_int_equal(nbd_block_status_reply_encode(hdr, false, 9, 0, 1, 2, buf, 2, &payload), 24);
+  assert_int_equal(payload, sizeof expect);
+  assert_memory_equal(hdr + 4, "\x00\x00\x00\x05", 4);  /* no DONE: a chunk follows */
+  assert_memory_equal(hdr + 16, "\x00\x00\x00\x14", 4); /* its own chunk's length */
+  assert_memory_equal(hdr + 20, "\x00\x00\x00\x01", 4);
+  assert_memory_equal(wire, expect, sizeof expect);
+}
+
+/* Both contexts, extended headers: 16-byte descriptors and counts in both chunks. */
+static void test_rule16_rule30_block_status_two_contexts_extended(void **state)
+{
+  struct nbd_extent buf[1 + 4] = {{65536, NBD_STATE_ZERO, 1}};
+  uint8_t hdr[48];
+  size_t payload = 0;
+  const uint8_t *wire = (const uint8_t *)buf;
+  const uint8_t expect[16 + 40 + 16] = {
+      0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2,   /* base: 65536, zero */
+      0x6E, 0x8A, 0x27, 0x8C, 0x00, 0x01, 0x00, 0x06,   /* magic, DONE, BLOCK_STATUS_EXT */
+      0, 0, 0, 0, 0, 0, 0, 9,                           /* cookie */
+      0, 0, 0, 0, 0, 0, 0x10, 0,                        /* offset echoed */
+      0, 0, 0, 0, 0, 0, 0, 0x18,                        /* length 8 + 16 */
+      0, 0, 0, 2, 0, 0, 0, 1,                           /* context 2, one descriptor */
+      0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};  /* depth: 65536 at 1 */
+
+  (void)state;
+  assert_int_equal(nbd_block_status_reply_encode(hdr, true, 9, 0x1000, 1, 2, buf, 1, &payload),
+                   40);
+  assert_int_equal(payload, sizeof expect);
+  assert_memory_equal(hdr + 4, "\x00\x00\x00\x06", 4); /* no DONE */
+  assert_memory_equal(hdr + 32, "\x00\x00\x00\x01\x00\x00\x00\x01", 8);
+  assert_memory_equal(wire, expect, sizeof expect);
 }
 
 /* ---- errno mapping ---- */
@@ -495,6 +569,9 @@ int main(void)
       cmocka_unit_test(test_rule30_block_status_compact_layout),
       cmocka_unit_test(test_rule30_block_status_compact_caps_long_extent),
       cmocka_unit_test(test_rule16_rule30_block_status_extended_layout),
+      cmocka_unit_test(test_rule30_block_status_depth_only),
+      cmocka_unit_test(test_rule30_block_status_two_contexts_compact),
+      cmocka_unit_test(test_rule16_rule30_block_status_two_contexts_extended),
       cmocka_unit_test(test_rule35_error_from_errno_mapping),
       cmocka_unit_test(test_rule35_error_from_errno_unknown_einval),
       cmocka_unit_test(test_rule35_error_from_errno_only_permitted_values),

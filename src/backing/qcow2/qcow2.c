@@ -10,13 +10,3 @@ int backing_qcow2_open(const struct qcow2_open_args *args, struct backing **out)
   *out = NULL;
   return -ENOTSUP;
 }
-
-int qcow2_create(const char *path, uint64_t size, const char *backing_file,
-                 const char *backing_fmt)
-{
-  (void)path;
-  (void)size;
-  (void)backing_file;
-  (void)backing_fmt;
-  return -ENOTSUP;
-}
