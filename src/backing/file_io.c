@@ -429,7 +429,7 @@ static ssize_t extents_call(void *arg)
   while (off < end && n < op->extent_max) {
     uint64_t stop;
     if (off >= zlimit) { /* past the end of a shrunk file: data (reads fail there) */
-      ex[n++] = (struct backing_extent){end - off, 0};
+      ex[n++] = (struct backing_extent){end - off, 0, 0};
       break;
     }
     off_t data = lseek(fb->fd_buffered, (off_t)off, SEEK_DATA);
@@ -439,18 +439,18 @@ static ssize_t extents_call(void *arg)
     if (data < 0 || (uint64_t)data > off) { /* a hole, up to the data or the end */
       stop = data < 0 || (uint64_t)data > end ? end : (uint64_t)data;
       stop = stop > zlimit ? zlimit : stop;
-      ex[n++] = (struct backing_extent){stop - off, BACKING_EXTENT_HOLE | BACKING_EXTENT_ZERO};
+      ex[n++] = (struct backing_extent){stop - off, BACKING_EXTENT_HOLE | BACKING_EXTENT_ZERO, 0};
       off = stop;
       continue;
     }
     off_t hole = lseek(fb->fd_buffered, (off_t)off, SEEK_HOLE);
     stop = hole < 0 || (uint64_t)hole > end || (uint64_t)hole <= off ? end : (uint64_t)hole;
     stop = stop >= zlimit ? end : stop; /* data up to the shrunk end runs on past it */
-    ex[n++] = (struct backing_extent){stop - off, 0};
+    ex[n++] = (struct backing_extent){stop - off, 0, 0};
     off = stop;
   }
   if (n == 0) {
-    ex[n++] = (struct backing_extent){end - op->offset, 0};
+    ex[n++] = (struct backing_extent){end - op->offset, 0, 0};
   }
   op->extent_count = n;
   return 0;
