@@ -102,20 +102,17 @@ static int file_make(struct bench_env *env, enum image_file which)
     rc = run_tool(env, argv, path);
     break;
   }
-  case FILE_FRESH:
+  case FILE_FRESH: {
+    char *argv[] = { "qemu-img", "create", "-q", "-f", "qcow2", path, size, NULL };
+    bench_fmt(size, sizeof(size), "%llu", (unsigned long long)BENCH_QCOW2_FRESH_SIZE);
+    rc = run_tool(env, argv, path); /* no preallocation: every cluster waits for a write */
+    break;
+  }
   case FILE_1T: {
     char *argv[] = { "qemu-img", "create", "-q", "-f", "qcow2", "-o", "preallocation=metadata",
                      path, size, NULL };
-    bench_fmt(size, sizeof(size), "%llu",
-              (unsigned long long)(which == FILE_1T ? BENCH_QCOW2_1T_SIZE
-                                                    : BENCH_QCOW2_FRESH_SIZE));
-    if (which == FILE_FRESH) {
-      argv[5] = path; /* no preallocation: every cluster is allocated by a write */
-      argv[6] = size;
-      argv[7] = NULL;
-    } else {
-      fprintf(stderr, "diskgate bench: making the 1 TiB qcow2 image %s\n", path);
-    }
+    bench_fmt(size, sizeof(size), "%llu", (unsigned long long)BENCH_QCOW2_1T_SIZE);
+    fprintf(stderr, "diskgate bench: making the 1 TiB qcow2 image %s\n", path);
     rc = run_tool(env, argv, path);
     break;
   }
