@@ -7,29 +7,38 @@
 #define DG(tr, trn, cache, sync)                                                             \
   { "diskgate-" trn "-" cache "-" sync,                                                      \
     "diskgate serve --sync " sync " --cache " cache ", fio nbd engine over " trn,            \
-    BENCH_CFG_NBD, BENCH_SERVER_DISKGATE, tr, sync, cache, 0, BENCH_GUEST_FILE, false, NULL }
+    BENCH_CFG_NBD, BENCH_SERVER_DISKGATE, tr, sync, cache, 0, BENCH_GUEST_FILE, false, NULL,   \
+    BENCH_IMAGE_NONE }
 
 #define GUEST(nm, title, backing, server, nvme, qcache)                                       \
   { nm, title, BENCH_CFG_GUEST, server, BENCH_TRANSPORT_UNIX, "full", "direct", 0, backing, nvme, \
-    qcache }
+    qcache, BENCH_IMAGE_NONE }
+
+/* qcow2 rows: diskgate --format qcow2 --cache direct --sync full beside qemu-nbd -f qcow2
+ * --cache=none --aio=io_uring (both O_DIRECT), over a Unix socket */
+#define QCOW2(nm, title, server, image)                                                       \
+  { nm, title, BENCH_CFG_QCOW2, server, BENCH_TRANSPORT_UNIX,                                 \
+    (server) == BENCH_SERVER_DISKGATE ? "full" : NULL,                                         \
+    (server) == BENCH_SERVER_DISKGATE ? "direct" : NULL, 0, BENCH_GUEST_FILE, false, NULL, image }
 
 static const struct bench_config configs[] = {
   { "host", "fio io_uring on the test file, direct=1 (the 100% line)", BENCH_CFG_HOST,
-    BENCH_SERVER_NONE, BENCH_TRANSPORT_UNIX, NULL, NULL, 0, BENCH_GUEST_FILE, false, NULL },
+    BENCH_SERVER_NONE, BENCH_TRANSPORT_UNIX, NULL, NULL, 0, BENCH_GUEST_FILE, false, NULL,
+    BENCH_IMAGE_NONE },
   { "host-batched",
     "fio io_uring on the test file, direct=1, the whole queue submitted at once and at least "
     "half of it reaped at a time (the kernel's cheapest way)",
     BENCH_CFG_HOST, BENCH_SERVER_NONE, BENCH_TRANSPORT_UNIX, NULL, "batched", 0, BENCH_GUEST_FILE,
-    false, NULL },
+    false, NULL, BENCH_IMAGE_NONE },
   { "host-buffered", "fio io_uring on the test file through the page cache, direct=0",
     BENCH_CFG_HOST, BENCH_SERVER_NONE, BENCH_TRANSPORT_UNIX, NULL, "writeback", 0,
-    BENCH_GUEST_FILE, false, NULL },
+    BENCH_GUEST_FILE, false, NULL, BENCH_IMAGE_NONE },
   { "host-dev-512", "fio io_uring on a loop device over the file, 512-byte sectors, direct-io",
     BENCH_CFG_HOST_DEV, BENCH_SERVER_NONE, BENCH_TRANSPORT_UNIX, NULL, NULL, 512,
-    BENCH_GUEST_FILE, false, NULL },
+    BENCH_GUEST_FILE, false, NULL, BENCH_IMAGE_NONE },
   { "host-dev-4k", "fio io_uring on a loop device over the file, 4096-byte sectors, direct-io",
     BENCH_CFG_HOST_DEV, BENCH_SERVER_NONE, BENCH_TRANSPORT_UNIX, NULL, NULL, 4096,
-    BENCH_GUEST_FILE, false, NULL },
+    BENCH_GUEST_FILE, false, NULL, BENCH_IMAGE_NONE },
   DG(BENCH_TRANSPORT_UNIX, "unix", "direct", "full"),
   DG(BENCH_TRANSPORT_UNIX, "unix", "direct", "fsync"),
   DG(BENCH_TRANSPORT_UNIX, "unix", "direct", "none"),
@@ -48,34 +57,60 @@ static const struct bench_config configs[] = {
     "diskgate serve --sync full --cache writeback on a loop device over the file (4096-byte "
     "sectors, direct-io), fio nbd engine over unix",
     BENCH_CFG_NBD, BENCH_SERVER_DISKGATE, BENCH_TRANSPORT_UNIX, "full", "writeback", 4096,
-    BENCH_GUEST_FILE, false, NULL },
+    BENCH_GUEST_FILE, false, NULL, BENCH_IMAGE_NONE },
   { "qemu-nbd-unix", "qemu-nbd --cache=none --aio=io_uring, fio nbd engine over unix",
     BENCH_CFG_NBD, BENCH_SERVER_QEMU_NBD, BENCH_TRANSPORT_UNIX, NULL, NULL, 0, BENCH_GUEST_FILE,
-    false, NULL },
+    false, NULL, BENCH_IMAGE_NONE },
   { "qemu-nbd-tcp", "qemu-nbd --cache=none --aio=io_uring, fio nbd engine over tcp",
     BENCH_CFG_NBD, BENCH_SERVER_QEMU_NBD, BENCH_TRANSPORT_TCP, NULL, NULL, 0, BENCH_GUEST_FILE,
-    false, NULL },
+    false, NULL, BENCH_IMAGE_NONE },
   { "qemu-nbd-unix-writethrough",
     "qemu-nbd --cache=writethrough --aio=io_uring, fio nbd engine over unix", BENCH_CFG_NBD,
     BENCH_SERVER_QEMU_NBD, BENCH_TRANSPORT_UNIX, NULL, "writethrough", 0, BENCH_GUEST_FILE,
-    false, NULL },
+    false, NULL, BENCH_IMAGE_NONE },
   { "qemu-nbd-unix-directsync",
     "qemu-nbd --cache=directsync --aio=io_uring, fio nbd engine over unix", BENCH_CFG_NBD,
     BENCH_SERVER_QEMU_NBD, BENCH_TRANSPORT_UNIX, NULL, "directsync", 0, BENCH_GUEST_FILE,
-    false, NULL },
+    false, NULL, BENCH_IMAGE_NONE },
   { "nbdkit-unix", "nbdkit file plugin (page cache), fio nbd engine over unix", BENCH_CFG_NBD,
-    BENCH_SERVER_NBDKIT, BENCH_TRANSPORT_UNIX, NULL, NULL, 0, BENCH_GUEST_FILE, false, NULL },
+    BENCH_SERVER_NBDKIT, BENCH_TRANSPORT_UNIX, NULL, NULL, 0, BENCH_GUEST_FILE, false, NULL,
+    BENCH_IMAGE_NONE },
   { "nbdkit-tcp", "nbdkit file plugin (page cache), fio nbd engine over tcp", BENCH_CFG_NBD,
-    BENCH_SERVER_NBDKIT, BENCH_TRANSPORT_TCP, NULL, NULL, 0, BENCH_GUEST_FILE, false, NULL },
+    BENCH_SERVER_NBDKIT, BENCH_TRANSPORT_TCP, NULL, NULL, 0, BENCH_GUEST_FILE, false, NULL,
+    BENCH_IMAGE_NONE },
   { "diskgate-rbd",
     "diskgate serve --sync full rbd:POOL/IMAGE (librbd defaults), fio nbd engine over unix",
     BENCH_CFG_RBD, BENCH_SERVER_DISKGATE, BENCH_TRANSPORT_UNIX, "full", NULL, 0,
-    BENCH_GUEST_FILE, false, NULL },
+    BENCH_GUEST_FILE, false, NULL, BENCH_IMAGE_NONE },
   { "qemu-nbd-rbd",
     "qemu-nbd --cache=none rbd:POOL/IMAGE:conf=CONF (QEMU's rbd driver), fio nbd engine over "
     "unix (the RBD 100% line)",
     BENCH_CFG_RBD, BENCH_SERVER_QEMU_NBD, BENCH_TRANSPORT_UNIX, NULL, NULL, 0, BENCH_GUEST_FILE,
-    false, NULL },
+    false, NULL, BENCH_IMAGE_NONE },
+  QCOW2("diskgate-qcow2",
+        "diskgate serve --format qcow2 --cache direct --sync full on the test file's data as a "
+        "fully allocated qcow2 image, fio nbd engine over unix",
+        BENCH_SERVER_DISKGATE, BENCH_IMAGE_QCOW2_FULL),
+  QCOW2("qemu-nbd-qcow2",
+        "qemu-nbd -f qcow2 --cache=none --aio=io_uring on a copy of diskgate-qcow2's image, fio "
+        "nbd engine over unix (the qcow2 100% line)",
+        BENCH_SERVER_QEMU_NBD, BENCH_IMAGE_QCOW2_FULL),
+  QCOW2("diskgate-qcow2-fresh",
+        "diskgate serve --format qcow2 --cache direct --sync full on an empty 64 GiB qcow2 image "
+        "made for each run (allocating writes), fio nbd engine over unix",
+        BENCH_SERVER_DISKGATE, BENCH_IMAGE_QCOW2_FRESH),
+  QCOW2("qemu-nbd-qcow2-fresh",
+        "qemu-nbd -f qcow2 --cache=none --aio=io_uring on an empty 64 GiB qcow2 image made for "
+        "each run (allocating writes), fio nbd engine over unix",
+        BENCH_SERVER_QEMU_NBD, BENCH_IMAGE_QCOW2_FRESH),
+  QCOW2("diskgate-qcow2-1t",
+        "diskgate serve --format qcow2 --cache direct --sync full on a 1 TiB qcow2 image with "
+        "every L2 table allocated, fio nbd engine over unix",
+        BENCH_SERVER_DISKGATE, BENCH_IMAGE_QCOW2_1T),
+  QCOW2("qemu-nbd-qcow2-1t",
+        "qemu-nbd -f qcow2 --cache=none --aio=io_uring on the same 1 TiB qcow2 image, fio nbd "
+        "engine over unix",
+        BENCH_SERVER_QEMU_NBD, BENCH_IMAGE_QCOW2_1T),
   GUEST("guest-virtio-file", "guest: virtio-blk on the raw file, cache=none (the guest 100% line)",
         BENCH_GUEST_FILE, BENCH_SERVER_NONE, false, "cache=none"),
   GUEST("guest-virtio-loop", "guest: virtio-blk on the loop device (4096-byte sectors), cache=none",
@@ -126,8 +161,9 @@ bool bench_configs_applies(const struct bench_config *cfg, const struct bench_wo
 
   if (cfg->kind == BENCH_CFG_GUEST && wl->kind == BENCH_WL_COPY) {
     reason = "the copy test runs on host-side rows only";
-  } else if (cfg->kind == BENCH_CFG_RBD && wl->kind == BENCH_WL_COPY) {
-    reason = "the copy test runs on file-backed rows only";
+  } else if ((cfg->kind == BENCH_CFG_RBD || cfg->kind == BENCH_CFG_QCOW2) &&
+             wl->kind == BENCH_WL_COPY) {
+    reason = "the copy test runs on raw file-backed rows only";
   } else if (cfg->kind == BENCH_CFG_GUEST && cfg->backing == BENCH_GUEST_9P && !wl->large_seq) {
     reason = "the shared-folder row runs the large sequential jobs only";
   }
@@ -149,6 +185,8 @@ enum bench_group bench_configs_group(const struct bench_config *cfg)
     return BENCH_GROUP_GUEST;
   case BENCH_CFG_RBD:
     return BENCH_GROUP_RBD;
+  case BENCH_CFG_QCOW2:
+    return BENCH_GROUP_QCOW2;
   case BENCH_CFG_HOST:
   case BENCH_CFG_HOST_DEV:
   case BENCH_CFG_NBD:
@@ -164,6 +202,8 @@ const char *bench_configs_group_baseline(enum bench_group group)
     return "qemu-nbd-rbd";
   case BENCH_GROUP_GUEST:
     return "guest-virtio-file";
+  case BENCH_GROUP_QCOW2:
+    return "qemu-nbd-qcow2";
   case BENCH_GROUP_HOST:
   case BENCH_GROUP_COUNT:
     break;
@@ -197,6 +237,9 @@ const char *bench_configs_tool2(const struct bench_config *cfg)
 {
   if (cfg->kind == BENCH_CFG_GUEST) {
     return server_tool(cfg->server);
+  }
+  if (cfg->kind == BENCH_CFG_QCOW2) {
+    return "qemu-img"; /* makes the images */
   }
   return NULL;
 }

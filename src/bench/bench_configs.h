@@ -25,12 +25,14 @@ bool bench_configs_is_guest(const struct bench_config *cfg);
 /* Returns the group a row is reported in (host-side, RBD, guest). */
 enum bench_group bench_configs_group(const struct bench_config *cfg);
 
-/* Returns the name of a group's baseline row ("host", "qemu-nbd-rbd", "guest-virtio-file"). */
+/* Returns the name of a group's baseline row ("host", "qemu-nbd-rbd", "guest-virtio-file",
+ * "qemu-nbd-qcow2"). */
 const char *bench_configs_group_baseline(enum bench_group group);
 
 /* Returns the name of the external program this configuration needs besides fio
  * ("qemu-nbd", "nbdkit", "qemu-system-x86_64"), or NULL. A guest row backed by an NBD
- * server needs two: the second is returned by bench_configs_tool2(). */
+ * server needs two, and a qcow2 row needs qemu-img: the second is returned by
+ * bench_configs_tool2(). */
 const char *bench_configs_tool(const struct bench_config *cfg);
 
 /* Returns the second external program a configuration needs, or NULL. */

@@ -32,6 +32,7 @@ struct bench_env {
   char ceph_version[96];   /* rbd rows: `rbd --version`, "" when unknown */
   bool rbd_created;        /* rbd rows: the lab created opts->rbd_image and removes it */
   bool rbd_ready;          /* rbd rows: the image is created and filled */
+  unsigned qcow2_made;     /* qcow2 rows: one bit per image file of bench_qcow2.c in dir */
 };
 
 /* Fills *env for opts without touching anything: checks that --dir is a directory with room

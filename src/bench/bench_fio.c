@@ -169,6 +169,9 @@ int bench_fio_run(const struct bench_env *env, const struct bench_workload *wl,
   }
   s->rss_max_kib = rss.max;
   s->rss_growth_kib = rss.quarter > 0 ? rss.last - rss.quarter : 0;
+  if (server_pid > 0) {
+    bench_proc_hwm_kib(server_pid, &s->hwm_kib); /* 0 when unreadable */
+  }
   if (bench_proc_interrupted()) {
     kill(pid, SIGINT);
   }

@@ -34,7 +34,8 @@ int bench_fio_write_job(FILE *f, const struct bench_workload *wl, const struct b
 /* Runs one fio run of wl against t: writes the job into the private directory, runs
  * `fio --output-format=json --output=<out>/raw/<tag>.json`, and reads the CPU time of fio and
  * of server_pid (when > 0) from /proc at the end of the ramp and when fio exits, and the
- * server's VmRSS four times a second (s->rss_max_kib, s->rss_growth_kib). Fills *s
+ * server's VmRSS four times a second (s->rss_max_kib, s->rss_growth_kib) and its VmHWM when
+ * fio ends (s->hwm_kib). Fills *s
  * (s->ok on success). fio's stderr is appended to <out>/logs/fio.log. Returns 0 or -errno
  * (-EIO when fio failed or its output did not parse; -EINTR when interrupted). */
 int bench_fio_run(const struct bench_env *env, const struct bench_workload *wl,

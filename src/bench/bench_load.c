@@ -237,6 +237,7 @@ static void load_run(const cJSON *o, struct bench_sample *s)
   s->client_sys_us = num(o, "client_sys_us_per_io");
   s->rss_max_kib = num(o, "rss_max_kib");
   s->rss_growth_kib = num(o, "rss_growth_kib");
+  s->hwm_kib = num(o, "hwm_kib");
   s->cpu_server_s = num(o, "cpu_server_s");
   s->cpu_client_s = num(o, "cpu_client_s");
   s->cpu_per_kio = num(o, "cpu_per_unit");

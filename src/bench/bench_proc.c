@@ -134,6 +134,47 @@ int bench_proc_rss_kib(pid_t pid, double *kib)
   return rc;
 }
 
+int bench_proc_status_kib(const char *status, const char *key, double *kib)
+{
+  size_t klen = strlen(key);
+
+  *kib = 0.0;
+  for (const char *line = status; line != NULL && *line != '\0';) {
+    const char *next = strchr(line, '\n');
+
+    if (strncmp(line, key, klen) == 0 && line[klen] == ':') {
+      unsigned long long v;
+      char unit[4];
+
+      if (sscanf(line + klen + 1, "%llu %3s", &v, unit) == 2 && strcmp(unit, "kB") == 0) {
+        *kib = (double)v;
+        return 0;
+      }
+      return -ENOENT;
+    }
+    line = next != NULL ? next + 1 : NULL;
+  }
+  return -ENOENT;
+}
+
+int bench_proc_hwm_kib(pid_t pid, double *kib)
+{
+  char path[64], buf[8192];
+  size_t n;
+  FILE *f;
+
+  *kib = 0.0;
+  bench_fmt(path, sizeof(path), "/proc/%ld/status", (long)pid);
+  f = fopen(path, "re");
+  if (f == NULL) {
+    return -errno;
+  }
+  n = fread(buf, 1, sizeof(buf) - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  return bench_proc_status_kib(buf, "VmHWM", kib);
+}
+
 int bench_proc_cpu(pid_t pid, double *seconds)
 {
   char path[64], buf[1024];

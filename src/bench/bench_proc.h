@@ -41,6 +41,15 @@ int bench_proc_cpu(pid_t pid, double *seconds);
  * zombie). */
 int bench_proc_rss_kib(pid_t pid, double *kib);
 
+/* Finds the line "KEY:   N kB" of a /proc/PID/status text (NUL-terminated) and sets *kib to
+ * N. Returns 0, or -ENOENT (then *kib is 0) when no line names key or its value is not a
+ * number of kB. Any thread. */
+int bench_proc_status_kib(const char *status, const char *key, double *kib);
+
+/* Reads the peak resident set size of process pid (VmHWM of /proc/PID/status) into *kib,
+ * in KiB. Returns 0, -errno when the file cannot be read, -ENOENT without a VmHWM line. */
+int bench_proc_hwm_kib(pid_t pid, double *kib);
+
 /* Waits for child pid to exit, up to timeout_s seconds (< 0: forever); after the timeout it
  * kills it with SIGKILL and returns -ETIMEDOUT. Before reaping it reads the child's CPU time
  * into *cpu_s (when not NULL; 0 if unreadable). Sets *status to the raw wait status (when not

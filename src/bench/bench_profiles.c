@@ -51,6 +51,13 @@ static const struct profile profiles[] = {
    * the page cache), each point once, as % of the host path at the same depth */
   { "scaling", "host,diskgate-unix-direct-full,qemu-nbd-unix,diskgate-unix-writeback-full,"
     "nbdkit-unix", "randread-4k-*x*", 1, 5, 1ull << 30 },
+  /* qcow2: diskgate --format qcow2 beside qemu-nbd -f qcow2 (both O_DIRECT) on a fully
+   * allocated image, a fresh one and a 1 TiB one, and beside diskgate on the same data raw;
+   * only the cells of the targets Q1-Q4 (bench_targets_qcow2.h) run */
+  { "qcow2",
+    "diskgate-qcow2,qemu-nbd-qcow2,diskgate-qcow2-fresh,qemu-nbd-qcow2-fresh,"
+    "diskgate-unix-direct-full,diskgate-qcow2-1t,qemu-nbd-qcow2-1t",
+    "randread-4k,randwrite-4k,read-1m,randrw-4k-16x64", 3, 5, 1ull << 30 },
   { "all", "*", "*", 3, 10, 2ull << 30 },
 };
 

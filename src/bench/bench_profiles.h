@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* bench_profiles.h: the profiles (quick, seeds, sync, rbd, peers, scaling,
- * all) and the selection of rows and
+ * qcow2, all) and the selection of rows and
  * columns from --configs / --workloads. Main thread only. */
 #ifndef DISKGATE_BENCH_PROFILES_H
 #define DISKGATE_BENCH_PROFILES_H

@@ -39,6 +39,8 @@ static const char *kind_name(enum bench_cfg_kind k)
     return "guest";
   case BENCH_CFG_RBD:
     return "rbd";
+  case BENCH_CFG_QCOW2:
+    return "qcow2";
   }
   return "";
 }
@@ -136,6 +138,7 @@ static cJSON *run_json(const struct bench_sample *s)
   cJSON_AddNumberToObject(o, "client_sys_us_per_io", s->client_sys_us);
   cJSON_AddNumberToObject(o, "rss_max_kib", s->rss_max_kib);
   cJSON_AddNumberToObject(o, "rss_growth_kib", s->rss_growth_kib);
+  cJSON_AddNumberToObject(o, "hwm_kib", s->hwm_kib);
   cJSON_AddNumberToObject(o, "cpu_server_s", s->cpu_server_s);
   cJSON_AddNumberToObject(o, "cpu_client_s", s->cpu_client_s);
   cJSON_AddNumberToObject(o, "cpu_per_unit", s->cpu_per_kio);

@@ -322,7 +322,7 @@ static void write_summary_line(FILE *f, const struct bench_results *r, enum benc
 static void write_summary(FILE *f, const struct bench_results *r, int ngroups)
 {
   static const char *const label[BENCH_GROUP_COUNT] = { "Host and NBD rows", "RBD rows",
-                                                        "Guest rows" };
+                                                        "Guest rows", "qcow2 rows" };
 
   fputs("## What this run shows\n\n", f);
   if (r->opts.runs == 1) {
@@ -476,6 +476,10 @@ int bench_report_md_write(FILE *f, const struct bench_results *r)
     } else if (g == BENCH_GROUP_RBD) {
       fprintf(f, "## RBD rows: throughput, higher is better (no `%s` row selected, so no "
               "percentages)\n\n", bench_configs_group_baseline(BENCH_GROUP_RBD));
+    } else if (g == BENCH_GROUP_QCOW2) {
+      fprintf(f, "## qcow2 rows: throughput, higher is better (%% of `%s`%s)\n\n",
+              bench_configs_group_baseline(BENCH_GROUP_QCOW2),
+              base >= 0 ? ", a copy of the same image" : ": not selected, so no percentages");
     } else {
       fprintf(f, "## Guest rows: throughput, higher is better (QEMU accel=%s; %% of `%s`, not "
               "comparable with the host line)\n\n", accel,
@@ -487,7 +491,7 @@ int bench_report_md_write(FILE *f, const struct bench_results *r)
     fprintf(f, "## %s\n\n", extra[k].title);
     for (int g = 0; g < BENCH_GROUP_COUNT; g++) {
       static const char *const label[BENCH_GROUP_COUNT] = { "Host and NBD rows", "RBD rows",
-                                                            "Guest rows" };
+                                                            "Guest rows", "qcow2 rows" };
 
       if (!groups[g]) {
         continue;

@@ -7,11 +7,13 @@
 #include "bench/bench_report.h"
 #include "bench/bench_report_targets.h"
 #include "bench/bench_targets.h"
+#include "bench/bench_targets_qcow2.h"
 #include "bench/bench_variants.h"
 
 bool bench_report_targets_wanted(const struct bench_results *r)
 {
-  if (r->opts.profile == NULL || strcmp(r->opts.profile, "peers") != 0) {
+  if (r->opts.profile == NULL ||
+      (strcmp(r->opts.profile, "peers") != 0 && strcmp(r->opts.profile, "qcow2") != 0)) {
     return false;
   }
   for (size_t c = 0; c < r->nconfigs; c++) {
@@ -20,6 +22,15 @@ bool bench_report_targets_wanted(const struct bench_results *r)
     }
   }
   return true;
+}
+
+/* The run's targets: the qcow2 profile's Q1-Q4, else the peers profile's T1-T6. */
+static size_t targets_eval(const struct bench_results *r, struct bench_target_row *rows)
+{
+  if (strcmp(r->opts.profile, "qcow2") == 0) {
+    return bench_targets_qcow2_eval(r, rows, BENCH_TARGETS_MAX_ROWS);
+  }
+  return bench_targets_eval(r, rows, BENCH_TARGETS_MAX_ROWS);
 }
 
 int bench_report_targets_md_write(FILE *f, const struct bench_results *r)
@@ -31,7 +42,7 @@ int bench_report_targets_md_write(FILE *f, const struct bench_results *r)
   if (rc < 0 || !bench_report_targets_wanted(r)) {
     return rc;
   }
-  n = bench_targets_eval(r, rows, BENCH_TARGETS_MAX_ROWS);
+  n = targets_eval(r, rows);
   fputs("\n## Targets (docs/performance.md)\n\n"
         "Ratios of medians of cells measured in the same rounds. FAIL (limit): the host path "
         "itself (fio on the file, no server) misses the goal, so no server could meet it on "
@@ -54,7 +65,7 @@ void bench_report_targets_json_add(void *root, const struct bench_results *r)
   if (!bench_report_targets_wanted(r)) {
     return;
   }
-  n = bench_targets_eval(r, rows, BENCH_TARGETS_MAX_ROWS);
+  n = targets_eval(r, rows);
   arr = cJSON_AddArrayToObject(root, "targets");
   for (size_t i = 0; i < n; i++) {
     cJSON *o = cJSON_CreateObject();

@@ -11,11 +11,13 @@
 #include "bench/bench_fio.h"
 #include "bench/bench_guest.h"
 #include "bench/bench_proc.h"
+#include "bench/bench_qcow2.h"
 #include "bench/bench_rbd.h"
 #include "bench/bench_report.h"
 #include "bench/bench_run.h"
 #include "bench/bench_server.h"
 #include "bench/bench_targets.h"
+#include "bench/bench_targets_qcow2.h"
 #include "bench/bench_variants.h"
 #include "bench/bench_util.h"
 
@@ -34,7 +36,23 @@ struct target {
   char uri[256];
   char drive[PATH_MAX + 96];
   const char *filename;    /* what fio opens (io_uring) */
+  char image[PATH_MAX];    /* qcow2 rows: the image the server opens, "" for other rows */
+  const struct bench_config *cfg;
+  uint64_t size;           /* bytes fio addresses */
 };
+
+/* False for a cell of the peers or qcow2 profile that none of the profile's targets reads;
+ * true otherwise. */
+static bool profile_runs(const char *profile, const char *config, const char *workload)
+{
+  if (strcmp(profile, "peers") == 0) {
+    return bench_targets_uses(config, workload);
+  }
+  if (strcmp(profile, "qcow2") == 0) {
+    return bench_targets_qcow2_uses(config, workload);
+  }
+  return true;
+}
 
 void bench_run_plan(struct bench_results *r)
 {
@@ -48,9 +66,9 @@ void bench_run_plan(struct bench_results *r)
       if (cell->wl->kind == BENCH_WL_COPY && geteuid() != 0) {
         cell->state = BENCH_CELL_NA;
         bench_fmt(cell->note, sizeof(cell->note), "the copy test needs root (mkfs, mount)");
-      } else if (strcmp(r->opts.profile, "peers") == 0 &&
-                 !bench_targets_uses(bench_variants_base(cell->cfg)->name, cell->wl->name)) {
-        cell->state = BENCH_CELL_NA; /* the peers profile runs the targets' cells only */
+      } else if (!profile_runs(r->opts.profile, bench_variants_base(cell->cfg)->name,
+                               cell->wl->name)) {
+        cell->state = BENCH_CELL_NA; /* the peers and qcow2 profiles: the targets' cells only */
         bench_fmt(cell->note, sizeof(cell->note), "no target reads this cell");
       } else if (bench_configs_applies(cell->cfg, cell->wl, &why)) {
         cell->state = BENCH_CELL_PENDING;
@@ -92,6 +110,8 @@ static int target_up(struct bench_env *env, const struct bench_config *cfg, unsi
 
   memset(t, 0, sizeof(*t));
   t->filename = env->file;
+  t->cfg = cfg;
+  t->size = env->opts->size;
   bench_env_out_path(env, "logs", "blockdev.log", log, sizeof(log));
   bench_fmt(tag, sizeof(tag), "r%u-%s", round + 1, cfg->name);
   if (bench_configs_on_loop(cfg)) {
@@ -107,10 +127,21 @@ static int target_up(struct bench_env *env, const struct bench_config *cfg, unsi
   if (bench_rbd_is_row(cfg) && !bench_rbd_ready(env)) {
     return -ENODEV;
   }
+  if (cfg->kind == BENCH_CFG_QCOW2) {
+    rc = bench_qcow2_image(env, cfg, t->image, sizeof(t->image));
+    if (rc < 0) {
+      t->image[0] = '\0';
+      return rc;
+    }
+    t->size = bench_qcow2_size(cfg, env->opts->size);
+  }
   if (cfg->server != BENCH_SERVER_NONE) {
     /* a diskgate row over a loop device exports the device, fio still talks NBD */
-    rc = bench_server_start(env, cfg, cfg->kind == BENCH_CFG_NBD && t->loop[0] != '\0'
-                                        ? t->loop : env->file, tag, &t->srv);
+    rc = bench_server_start(env, cfg,
+                            t->image[0] != '\0' ? t->image
+                            : cfg->kind == BENCH_CFG_NBD && t->loop[0] != '\0' ? t->loop
+                                                                               : env->file,
+                            tag, &t->srv);
     if (rc < 0) {
       return rc;
     }
@@ -145,6 +176,10 @@ static int target_down(struct bench_env *env, struct target *t)
     rc = -EIO;
   }
   t->loop[0] = '\0';
+  if (t->cfg != NULL && t->image[0] != '\0') {
+    bench_qcow2_release(t->cfg, t->image); /* after the server let go of it */
+    t->image[0] = '\0';
+  }
   return rc;
 }
 
@@ -210,12 +245,13 @@ static int run_host_cells(struct bench_env *env, struct bench_results *r, size_t
       struct bench_fio_target ft = {
         .ioengine = "io_uring",
         .filename = t->filename,
-        .size = env->opts->size,
+        .size = t->size,
         .buffered = cfg->kind == BENCH_CFG_HOST && bench_configs_host_mode(cfg, "writeback"),
         .batched = cfg->kind == BENCH_CFG_HOST && bench_configs_host_mode(cfg, "batched"),
       };
 
-      if (cfg->kind == BENCH_CFG_NBD || cfg->kind == BENCH_CFG_RBD) {
+      if (cfg->kind == BENCH_CFG_NBD || cfg->kind == BENCH_CFG_RBD ||
+          cfg->kind == BENCH_CFG_QCOW2) {
         ft.ioengine = "nbd";
         ft.filename = NULL;
         ft.uri = t->uri;

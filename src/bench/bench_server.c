@@ -166,6 +166,10 @@ static void server_add_diskgate_args(const struct bench_env *env, const struct b
     l->argv[l->argc++] = "--cache";
     l->argv[l->argc++] = (char *)(cfg->cache_mode != NULL ? cfg->cache_mode : "direct");
   }
+  if (cfg->kind == BENCH_CFG_QCOW2) {
+    l->argv[l->argc++] = "--format";
+    l->argv[l->argc++] = "qcow2";
+  }
   l->argv[l->argc++] = "--pid-file";
   l->argv[l->argc++] = l->pidfile;
   bench_variants_add_args(cfg, l->argv, &l->argc); /* after the lab's: the last value wins */
@@ -187,8 +191,8 @@ static void server_add_peer_endpoint(const struct bench_server *srv, struct serv
   }
 }
 
-/* Appends qemu-nbd with the lab's options (raw, the row's cache mode or else none, io_uring
- * but for RBD rows, up to 64 connections) to l->argv. */
+/* Appends qemu-nbd with the lab's options (raw, or qcow2 for qcow2 rows; the row's cache
+ * mode or else none, io_uring but for RBD rows, up to 64 connections) to l->argv. */
 static void server_add_qemu_nbd_args(const struct bench_config *cfg,
                                      const struct bench_server *srv, struct server_launch *l)
 {
@@ -197,7 +201,7 @@ static void server_add_qemu_nbd_args(const struct bench_config *cfg,
   l->argv[l->argc++] = "-x";
   l->argv[l->argc++] = BENCH_EXPORT;
   l->argv[l->argc++] = "-f";
-  l->argv[l->argc++] = "raw";
+  l->argv[l->argc++] = cfg->kind == BENCH_CFG_QCOW2 ? "qcow2" : "raw";
   /* the row's cache mode (QEMU's names), none by default */
   bench_fmt(l->qcache, sizeof(l->qcache), "--cache=%s",
             cfg->cache_mode != NULL ? cfg->cache_mode : "none");

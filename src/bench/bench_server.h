@@ -21,8 +21,8 @@ struct bench_server {
   char log[PATH_MAX];   /* the server's stdout and stderr */
 };
 
-/* Starts the server of configuration cfg exporting `file` (the test file, or a loop device
- * over it for rows with a sector size) as "bench" (for guest rows too; the
+/* Starts the server of configuration cfg exporting `file` (the test file, a loop device
+ * over it for rows with a sector size, or a qcow2 row's image) as "bench" (for guest rows too; the
  * transport is then a Unix socket; RBD rows export the image of bench_rbd_spec() instead)
  * and waits until it accepts connections (its pid file written; for qemu-nbd and nbdkit also
  * a connect() succeeding), at most 15 s. `tag` names the log file

@@ -70,7 +70,7 @@ bool bench_targets_uses(const char *config, const char *workload)
 
 void bench_targets_figures(const struct bench_cell *cell, struct bench_figures *f)
 {
-  double v[7][BENCH_MAX_RUNS];
+  double v[8][BENCH_MAX_RUNS];
   size_t n = 0;
 
   memset(f, 0, sizeof(*f));
@@ -87,6 +87,7 @@ void bench_targets_figures(const struct bench_cell *cell, struct bench_figures *
     v[4][n] = s->client_sys_us;
     v[5][n] = s->rss_max_kib / 1024.0;
     v[6][n] = s->rss_growth_kib / 1024.0;
+    v[7][n] = s->hwm_kib / 1024.0;
     n++;
   }
   f->ok = n > 0;
@@ -97,6 +98,7 @@ void bench_targets_figures(const struct bench_cell *cell, struct bench_figures *
   f->sys_us = bench_stats_median(v[4], n);
   f->rss_mib = bench_stats_median(v[5], n);
   f->growth_mib = bench_stats_median(v[6], n);
+  f->hwm_mib = bench_stats_median(v[7], n);
 }
 
 /* a / b, where a peer's or the host's figure of 0 (it completed nothing) fails no division */

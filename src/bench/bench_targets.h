@@ -32,6 +32,7 @@ struct bench_figures {
   double sys_us;     /* fio's own kernel CPU per I/O, µs (the host path's disk cost) */
   double rss_mib;    /* the server's largest resident set, MiB */
   double growth_mib; /* its growth from a quarter into the measured window to the end, MiB */
+  double hwm_mib;    /* the server's VmHWM (peak resident set) at the end of the run, MiB */
 };
 
 /* One line of the targets table. */

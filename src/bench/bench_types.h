@@ -50,15 +50,28 @@ enum bench_cfg_kind {
   BENCH_CFG_NBD,      /* fio's nbd engine against an NBD server on this host */
   BENCH_CFG_GUEST,    /* fio inside a QEMU guest */
   BENCH_CFG_RBD,      /* fio's nbd engine against an NBD server exporting a Ceph RBD image */
+  BENCH_CFG_QCOW2,    /* fio's nbd engine against an NBD server of a qcow2 image (`image`) */
 };
 
 /* The groups of rows a report shows apart, each with its own baseline row: host-side rows
- * (% of `host`), RBD rows (% of `qemu-nbd-rbd`), guest rows (% of `guest-virtio-file`). */
+ * (% of `host`), RBD rows (% of `qemu-nbd-rbd`), guest rows (% of `guest-virtio-file`),
+ * qcow2 rows (% of `qemu-nbd-qcow2`). */
 enum bench_group {
   BENCH_GROUP_HOST,
   BENCH_GROUP_RBD,
   BENCH_GROUP_GUEST,
+  BENCH_GROUP_QCOW2,
   BENCH_GROUP_COUNT,
+};
+
+/* The image a qcow2 row's server opens (bench_qcow2.h makes them). */
+enum bench_image {
+  BENCH_IMAGE_NONE,        /* not a qcow2 row */
+  BENCH_IMAGE_QCOW2_FULL,  /* the test file's data as a fully allocated qcow2 image; each
+                            * server kind its own copy */
+  BENCH_IMAGE_QCOW2_FRESH, /* an empty qcow2 image made for each run: every write allocates */
+  BENCH_IMAGE_QCOW2_1T,    /* a 1 TiB qcow2 image with every L2 table allocated
+                            * (preallocation=metadata), for the memory bound */
 };
 
 enum bench_server_kind {
@@ -100,6 +113,7 @@ struct bench_config {
   enum bench_guest_backing backing;  /* guest rows */
   bool nvme;                         /* guest rows: emulated NVMe instead of virtio-blk */
   const char *qemu_cache;            /* guest rows on the file: QEMU -drive cache options */
+  enum bench_image image;            /* qcow2 rows: the image served */
 };
 
 /* One run of one cell. Figures are 0 when not applicable. */
@@ -115,6 +129,8 @@ struct bench_sample {
   double client_sys_us; /* fio's own kernel (system) CPU per I/O, µs, from its JSON */
   double rss_max_kib;   /* the server's largest VmRSS during the run, KiB; 0 without one */
   double rss_growth_kib; /* its VmRSS at the end minus a quarter into the measured window */
+  double hwm_kib;       /* the server's VmHWM (peak resident set since it started) when fio
+                         * ended, KiB; 0 without one */
   double cpu_server_s;  /* CPU-seconds of the server process during the measured window */
   double cpu_client_s;  /* CPU-seconds of the client (fio, cp, or the QEMU process) */
   double cpu_per_kio;   /* (server + client) CPU-seconds per 1000 I/Os; per GiB for copy */
