@@ -26,6 +26,9 @@ struct qcow2_open_args {
   unsigned depth;                /* images above this one (format.h, FORMAT_CHAIN_MAX) */
   uint64_t l2_cache_size;        /* bytes; 0: QCOW2_L2_CACHE_DEFAULT */
   const struct backing_options *opts;
+  char *why;                     /* on failure: one line (no newline) naming the field,
+                                    feature or file at fault; NULL: not wanted */
+  size_t why_size;               /* bytes of why */
 };
 
 /* Validates the header and opens the node. On failure `file` and `backing_node` stay the

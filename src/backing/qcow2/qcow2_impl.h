@@ -120,6 +120,8 @@ struct qcow2_l2_cache {
   uint32_t count;              /* tables held [lock] */
   uint32_t max;                /* tables the byte bound allows (>= 2) */
   uint32_t dirty;              /* dirty tables held [lock] */
+  struct qcow2_l2_table **buckets; /* hash of host_offset -> table, nbuckets heads [lock] */
+  uint32_t nbuckets;           /* a power of two */
 };
 
 /* One cached L2 table. entries[] are in host byte order: l2_entries uint64_t for standard
@@ -131,6 +133,7 @@ struct qcow2_l2_table {
   bool dirty;                  /* changed since written */
   uint32_t pins;               /* users holding it across an unlock; pinned: never evicted */
   struct qcow2_l2_table *prev, *next;
+  struct qcow2_l2_table *hnext; /* next in its hash bucket */
 };
 
 struct qcow2 {
@@ -138,6 +141,7 @@ struct qcow2 {
   struct backing *file;         /* the image's bytes, owned */
   struct backing *backing_node; /* the backing file's node, owned; NULL: unallocated reads 0 */
   struct engine *engine;        /* opts.engine: workers for ENGINE_CALL */
+  char *name;                   /* the image's path escaped for log lines, owned */
   struct qcow2_header h;
   bool writable;                /* opened for writing (not read_only, not corrupt) */
 
@@ -162,7 +166,14 @@ struct qcow2 {
   size_t deferred_len, deferred_cap; /* entries used/allocated in deferred_free (pairs) */
   struct qcow2_l2_cache cache;  /* [lock] */
   uint64_t fast_inflight;       /* fast-path child ops in flight [lock] */
+  bool meta_corrupt;            /* a metadata entry broke the spec: writes refused [lock] */
 };
+
+/* ---- dispatch (qcow2_submit.c) ---------------------------------------------------------- */
+
+/* The node's submit (backing.h): READ and WRITE over cached, allocated clusters go to the
+ * image file at once; everything else runs on an engine worker. Any thread. */
+int qcow2_submit(struct backing *b, struct backing_op *op);
 
 /* ---- L2 cache (qcow2_cache.c) ---------------------------------------------------------- */
 
@@ -188,6 +199,10 @@ int qcow2_cache_new(struct qcow2 *q, uint64_t l2_offset, struct qcow2_l2_table *
 
 void qcow2_cache_mark_dirty(struct qcow2 *q, struct qcow2_l2_table *t);
 
+/* Marks every table clean without writing it, for the close of a node whose write-back
+ * failed (what was not written is lost, as after a crash). Close only. */
+void qcow2_cache_drop_dirty(struct qcow2 *q);
+
 /* Writes every dirty table (big-endian on disk) and marks it clean. The caller has synced
  * the file first (qcow2_meta_writeback does). Returns 0 or -errno. Lock held; worker. */
 int qcow2_cache_write_dirty(struct qcow2 *q);
@@ -209,6 +224,8 @@ struct qcow2_map {
   bool copied;          /* NORMAL: the L2 entry has COPIED (refcount 1: writable in place) */
   uint64_t l2_entry;    /* the raw L2 entry (COMPRESSED: its descriptor) */
   bool cached_only_miss; /* set by qcow2_map_cached: the L2 table was not cached */
+  bool l2_dirty;        /* the L2 table holding the entry is dirty in the cache (or the L1
+                           entry pointing to it is not yet written): not durable yet */
 };
 
 /* Maps [offset, offset + len) (inside the disk, len > 0) starting at offset: the first run
