@@ -58,9 +58,9 @@ static uint64_t *wr_entry(const struct qcow2 *q, struct qcow2_l2_table *t, uint6
   return &t->entries[q->extended_l2 ? 2 * i : i];
 }
 
-static int wr_corrupt(const struct qcow2 *q, uint64_t guest, const char *what)
+static int wr_corrupt(struct qcow2 *q, uint64_t guest, const char *what)
 {
-  (void)q;
+  q->meta_corrupt = true;
   log_error("qcow2: the L2 entry of guest offset 0x%llx %s: the image is corrupt",
             (unsigned long long)guest, what);
   return -EIO;
@@ -68,7 +68,7 @@ static int wr_corrupt(const struct qcow2 *q, uint64_t guest, const char *what)
 
 /* Decodes and checks the entry for the cluster at guest offset `guest`. Returns 0 or -EIO
  * (an offset outside the file or unaligned, flags the spec forbids). */
-static int wr_decode(const struct qcow2 *q, const uint64_t *e, uint64_t guest,
+static int wr_decode(struct qcow2 *q, const uint64_t *e, uint64_t guest,
                      struct wr_old *o)
 {
   memset(o, 0, sizeof *o);
@@ -444,14 +444,6 @@ static int wr_range(struct qcow2 *q, uint64_t offset, uint64_t len, const uint8_
   return rc;
 }
 
-static int wr_finish(struct qcow2 *q, struct backing_op *op, int rc)
-{
-  if (rc == 0 && (op->flags & BACKING_FLAG_FUA) != 0) {
-    rc = qcow2_flush(q);
-  }
-  return rc;
-}
-
 int qcow2_write_slow(struct qcow2 *q, struct backing_op *op)
 {
   int rc;
@@ -462,7 +454,7 @@ int qcow2_write_slow(struct qcow2 *q, struct backing_op *op)
   pthread_mutex_lock(&q->lock);
   rc = wr_range(q, op->offset, op->length, op->buf);
   pthread_mutex_unlock(&q->lock);
-  return wr_finish(q, op, rc);
+  return rc;
 }
 
 /* ---- TRIM and WRITE_ZEROES: whole clusters by metadata ----------------------------------- */
@@ -484,12 +476,14 @@ static bool wr_meta_entry(const struct qcow2 *q, const struct wr_old *o, enum wr
 
   *free_old = false;
   if (mode == WR_TRIM) {
-    if (unalloc || (q->h.version < 3 && backing)) {
-      return false; /* nothing to free, or v2 cannot hide its backing file */
+    /* v3: reads as zeroes afterwards, as QEMU's discard leaves it (a zero cluster hides the
+     * backing file); v2 cannot hide a backing file, so its clusters stay. */
+    if ((unalloc && !backing) || (q->h.version < 3 && backing) || (backing && reads_zero)) {
+      return false;
     }
     *word = backing && !q->extended_l2 ? QCOW2_OFLAG_ZERO : 0;
     *bitmap = backing ? WR_ALL_SUBS << 32 : 0;
-    *free_old = true;
+    *free_old = !unalloc;
     return true;
   }
   if (reads_zero && (mode == WR_ZERO_KEEP || unalloc)) {
@@ -510,7 +504,7 @@ static bool wr_meta_entry(const struct qcow2 *q, const struct wr_old *o, enum wr
 /* Applies mode to the whole clusters [gcluster, + n clusters) of one L2 table. Lock held. */
 static int wr_meta_run(struct qcow2 *q, uint64_t gcluster, uint64_t n, enum wr_meta_mode mode)
 {
-  bool create = mode != WR_TRIM && q->backing_node != NULL;
+  bool create = q->backing_node != NULL && q->h.version >= 3;
   struct qcow2_l2_table *t = NULL;
   int rc;
 
@@ -566,7 +560,7 @@ int qcow2_discard(struct qcow2 *q, struct backing_op *op)
   pthread_mutex_lock(&q->lock);
   rc = wr_meta_range(q, op->offset, op->length, WR_TRIM);
   pthread_mutex_unlock(&q->lock);
-  return wr_finish(q, op, rc);
+  return rc;
 }
 
 /* True when guest bytes [offset, + len) read as zeroes by the metadata alone. */
@@ -640,5 +634,5 @@ int qcow2_write_zeroes(struct qcow2 *q, struct backing_op *op)
     }
   }
   pthread_mutex_unlock(&q->lock);
-  return wr_finish(q, op, rc);
+  return rc;
 }
