@@ -36,11 +36,47 @@ struct wr_old {
   uint32_t zero_mask;  /* subclusters that read as zeroes */
 };
 
-/* New clusters allocated ahead for a run of allocating clusters: [next, + left clusters). */
+/* One request's batch: new clusters allocated ahead for a run of allocating clusters,
+ * [next, + left clusters), and a run of whole-data writes not yet issued (pend_len bytes
+ * from pend_data to host pend_host), joined while host and buffer both continue. The
+ * pending run is written before the L2 table its entries live in can be written back
+ * (before another table is looked up) and before the lock is dropped. */
 struct wr_pool {
   uint64_t next;
   uint64_t left;
+  uint64_t pend_host;
+  const uint8_t *pend_data;
+  uint64_t pend_len;
 };
+
+/* Bytes a pending run may grow to before it is written. */
+#define WR_PEND_MAX (32ull << 20)
+
+static int wr_pend_flush(struct qcow2 *q, struct wr_pool *p)
+{
+  uint64_t len = p->pend_len;
+
+  p->pend_len = 0;
+  return len > 0 ? format_pwrite(q->file, p->pend_data, len, p->pend_host) : 0;
+}
+
+/* Writes data [, + len) at host, joined to the pending run when it continues it. */
+static int wr_pend_add(struct qcow2 *q, struct wr_pool *p, uint64_t host, const uint8_t *data,
+                       uint64_t len)
+{
+  int rc = 0;
+
+  if (p->pend_len > 0 && p->pend_host + p->pend_len == host &&
+      p->pend_data + p->pend_len == data && p->pend_len + len <= WR_PEND_MAX) {
+    p->pend_len += len;
+    return 0;
+  }
+  rc = wr_pend_flush(q, p);
+  p->pend_host = host;
+  p->pend_data = data;
+  p->pend_len = len;
+  return rc;
+}
 
 static uint32_t wr_nsub(const struct qcow2 *q)
 {
@@ -289,14 +325,15 @@ static bool wr_needs_alloc(const struct wr_old *o)
  * cluster `host`, filling the subclusters in `fill` from the old state first. The buffer
  * spans the subclusters in `span`. */
 static int wr_data(struct qcow2 *q, const struct wr_old *o, uint64_t gcluster, uint64_t host,
-                   uint32_t a, uint32_t b, const uint8_t *data, uint32_t fill, uint32_t span)
+                   uint32_t a, uint32_t b, const uint8_t *data, uint32_t fill, uint32_t span,
+                   struct wr_pool *pool)
 {
   uint64_t ss = wr_ss(q), at, end;
   uint8_t *buf, *inflated = NULL;
   int rc = 0;
 
   if (fill == 0 && data != NULL) {
-    return format_pwrite(q->file, data, b - a, host + a);
+    return wr_pend_add(q, pool, host + a, data, b - a);
   }
   if (fill == 0) {
     buf = calloc(1, b - a);
@@ -354,7 +391,7 @@ static int wr_cluster(struct qcow2 *q, struct qcow2_l2_table *t, uint64_t gclust
     /* Whole subclusters are written when one needs filling: fill both partial ends. */
     fill = (partial & ~o.alloc_mask) != 0 ? partial : 0;
     span = touched;
-    rc = wr_data(q, &o, gcluster, o.off, a, b, data, fill, span);
+    rc = wr_data(q, &o, gcluster, o.off, a, b, data, fill, span, pool);
     if (rc == 0 && q->extended_l2) {
       uint64_t bm = (o.bitmap | touched) & ~((uint64_t)touched << 32);
       if (bm != e[1]) {
@@ -379,7 +416,7 @@ static int wr_cluster(struct qcow2 *q, struct qcow2_l2_table *t, uint64_t gclust
   pool->left--;
   span = o.alloc_mask | touched;
   fill = (o.alloc_mask & ~touched) | partial;
-  rc = wr_data(q, &o, gcluster, host, a, b, data, fill, span);
+  rc = wr_data(q, &o, gcluster, host, a, b, data, fill, span, pool);
   if (rc < 0) {
     return rc;
   }
@@ -412,15 +449,21 @@ static uint64_t wr_alloc_run(struct qcow2 *q, struct qcow2_l2_table *t, uint64_t
 static int wr_range(struct qcow2 *q, uint64_t offset, uint64_t len, const uint8_t *data)
 {
   uint64_t cs = q->cluster_size, pos = offset, end = offset + len;
-  struct wr_pool pool = {0, 0};
-  int rc = 0;
+  uint32_t table_shift = q->cluster_bits + q->l2_bits;
+  struct wr_pool pool = {0};
+  int rc = 0, r;
 
   while (rc == 0 && pos < end) {
     uint64_t gcluster = pos & ~(cs - 1);
     uint64_t b = end - gcluster < cs ? end - gcluster : cs;
     struct qcow2_l2_table *t = NULL;
     struct qcow2_map m;
-    rc = qcow2_map_range(q, pos, gcluster + b - pos, &m); /* checks the entry; logs */
+    if (pos > offset && (pos >> table_shift) != ((pos - 1) >> table_shift)) {
+      rc = wr_pend_flush(q, &pool); /* before another table's lookup can write this one */
+    }
+    if (rc == 0) {
+      rc = qcow2_map_range(q, pos, gcluster + b - pos, &m); /* checks the entry; logs */
+    }
     if (rc == 0) {
       rc = wr_l2_get(q, gcluster, true, &t);
     }
@@ -441,7 +484,8 @@ static int wr_range(struct qcow2 *q, uint64_t offset, uint64_t len, const uint8_
     wr_l2_put(t);
     pos = gcluster + b;
   }
-  return rc;
+  r = wr_pend_flush(q, &pool);
+  return rc < 0 ? rc : r;
 }
 
 int qcow2_write_slow(struct qcow2 *q, struct backing_op *op)
