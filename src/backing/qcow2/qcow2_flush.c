@@ -45,11 +45,14 @@ int qcow2_meta_writeback(struct qcow2 *q)
   bool wrote = false;
   int rc;
 
-  if (q->cache.dirty == 0 && !q->l1_dirty && q->deferred_len == 0) {
+  if (q->cache.dirty == 0 && !q->l1_dirty && q->deferred_len == 0 && !qcow2_refcount_dirty(q)) {
     return 0;
   }
   /* Data clusters and refcount increments first: every dirty L2 entry relies on them. */
-  rc = flush_sync(q);
+  rc = qcow2_refcount_write_dirty(q);
+  if (rc == 0) {
+    rc = flush_sync(q);
+  }
   if (rc == 0 && q->cache.dirty > 0) {
     rc = qcow2_cache_write_dirty(q);
     wrote = true;
@@ -70,6 +73,9 @@ int qcow2_meta_writeback(struct qcow2 *q)
     rc = wrote ? flush_sync(q) : 0;
     if (rc == 0) {
       rc = qcow2_refcount_run_deferred(q);
+    }
+    if (rc == 0) {
+      rc = qcow2_refcount_write_dirty(q); /* the decrements: synced by the caller's FLUSH */
     }
   }
   return rc;

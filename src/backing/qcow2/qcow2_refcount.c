@@ -2,8 +2,9 @@
 /* qcow2_refcount.c: the refcount table and refcount blocks of every width, cluster
  * allocation and deferred frees (QEMU's docs/interop/qcow2.txt, "Host cluster management").
  *
- * No refcount block is cached: each access reads, and each change rewrites, only the bytes
- * of the block holding the entries concerned, under q->lock. Allocation only appends at
+ * A few refcount blocks are cached whole (RC_CACHE_BLOCKS); changes stay in the cache,
+ * with the range of bytes changed, until qcow2_refcount_write_dirty (before the sync the
+ * L2 changes relying on them wait for) or the block's eviction. Allocation only appends at
  * q->alloc_end, past every cluster the file holds or a refcount marks used, so every
  * refcount at or past alloc_end is 0 and a freed cluster is never handed out again while
  * the node is open. The new refcount blocks and refcount table one allocation needs are
@@ -27,6 +28,21 @@
 #define HOST_OFFSET_LIMIT (1ull << 56)
 /* Rounds of the allocation layout fixpoint before giving up (converges in 2 or 3). */
 #define LAYOUT_ROUNDS 64
+/* Refcount blocks held in memory (each one cluster). */
+#define RC_CACHE_BLOCKS 4
+
+struct rc_slot {
+  uint64_t ri;     /* refcount table index of the block */
+  uint64_t lo, hi; /* bytes of buf changed since written: [lo, hi); lo == hi: clean */
+  uint64_t used;   /* tick of the last use (LRU) */
+  uint8_t *buf;    /* the block, cluster_size bytes */
+  bool valid;
+};
+
+struct qcow2_refblock_cache {
+  struct rc_slot slot[RC_CACHE_BLOCKS];
+  uint64_t tick;
+};
 
 static int rc_sync(struct qcow2 *q)
 {
@@ -95,7 +111,7 @@ struct rc_wait {
   int result;
 };
 
-static void rc_trim_done(struct backing_op *op, int result)
+static void rc_op_done(struct backing_op *op, int result)
 {
   struct rc_wait *w = op->opaque;
   pthread_mutex_lock(&w->lock);
@@ -105,28 +121,22 @@ static void rc_trim_done(struct backing_op *op, int result)
   pthread_mutex_unlock(&w->lock);
 }
 
-/* Discards host bytes [offset, +len) of the image file (clusters whose refcount reached 0).
- * Advisory: errors are ignored. Worker thread. */
-static void rc_punch(struct qcow2 *q, uint64_t offset, uint64_t len)
+int qcow2_file_op(struct qcow2 *q, enum backing_op_type type, uint64_t offset, uint64_t len)
 {
   struct rc_wait w = {.done = false, .result = 0};
   struct backing_op op;
+  int rc;
 
-  if (!q->file->geo.can_trim || len == 0 || offset >= q->file->geo.size) {
-    return;
-  }
-  if (len > q->file->geo.size - offset) {
-    len = q->file->geo.size - offset;
-  }
   pthread_mutex_init(&w.lock, NULL);
   pthread_cond_init(&w.cond, NULL);
   memset(&op, 0, sizeof op);
-  op.type = BACKING_OP_TRIM;
+  op.type = type;
   op.offset = offset;
   op.length = len;
-  op.done = rc_trim_done;
+  op.done = rc_op_done;
   op.opaque = &w;
-  if (backing_submit(q->file, &op) == 0) {
+  rc = backing_submit(q->file, &op);
+  if (rc == 0) {
     engine_wait_begin();
     pthread_mutex_lock(&w.lock);
     while (!w.done) {
@@ -134,9 +144,115 @@ static void rc_punch(struct qcow2 *q, uint64_t offset, uint64_t len)
     }
     pthread_mutex_unlock(&w.lock);
     engine_wait_end();
+    rc = w.result;
   }
   pthread_cond_destroy(&w.cond);
   pthread_mutex_destroy(&w.lock);
+  return rc;
+}
+
+/* Discards host bytes [offset, +len) of the image file (clusters whose refcount reached 0).
+ * Advisory: errors are ignored. Worker thread. */
+static void rc_punch(struct qcow2 *q, uint64_t offset, uint64_t len)
+{
+  if (!q->file->geo.can_trim || len == 0 || offset >= q->file->geo.size) {
+    return;
+  }
+  if (len > q->file->geo.size - offset) {
+    len = q->file->geo.size - offset;
+  }
+  (void)qcow2_file_op(q, BACKING_OP_TRIM, offset, len);
+}
+
+/* ---- the refcount block cache ----------------------------------------------------------- */
+
+static int rc_slot_write(struct qcow2 *q, struct rc_slot *sl)
+{
+  int rc = 0;
+
+  if (sl->valid && sl->hi > sl->lo) {
+    rc = format_pwrite(q->file, sl->buf + sl->lo, sl->hi - sl->lo, q->reftable[sl->ri] + sl->lo);
+  }
+  if (rc == 0) {
+    sl->lo = sl->hi = 0;
+  }
+  return rc;
+}
+
+int qcow2_refcount_write_dirty(struct qcow2 *q)
+{
+  int rc = 0;
+
+  for (int i = 0; q->refblocks != NULL && i < RC_CACHE_BLOCKS; i++) {
+    int r = rc_slot_write(q, &q->refblocks->slot[i]);
+    rc = rc == 0 ? r : rc;
+  }
+  return rc;
+}
+
+bool qcow2_refcount_dirty(const struct qcow2 *q)
+{
+  for (int i = 0; q->refblocks != NULL && i < RC_CACHE_BLOCKS; i++) {
+    const struct rc_slot *sl = &q->refblocks->slot[i];
+    if (sl->valid && sl->hi > sl->lo) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/* The cached slot of existing block ri, or NULL. */
+static struct rc_slot *rc_cache_find(struct qcow2 *q, uint64_t ri)
+{
+  for (int i = 0; q->refblocks != NULL && i < RC_CACHE_BLOCKS; i++) {
+    struct rc_slot *sl = &q->refblocks->slot[i];
+    if (sl->valid && sl->ri == ri) {
+      sl->used = ++q->refblocks->tick;
+      return sl;
+    }
+  }
+  return NULL;
+}
+
+/* The slot holding existing block ri, read on a miss into the least recently used slot
+ * (its changes written first). Returns 0 and *out or -errno. */
+static int rc_cache_get(struct qcow2 *q, uint64_t ri, struct rc_slot **out)
+{
+  struct rc_slot *sl = rc_cache_find(q, ri), *victim;
+  int rc;
+
+  if (sl != NULL) {
+    *out = sl;
+    return 0;
+  }
+  if (q->refblocks == NULL && (q->refblocks = calloc(1, sizeof *q->refblocks)) == NULL) {
+    return -ENOMEM;
+  }
+  victim = &q->refblocks->slot[0];
+  for (int i = 1; i < RC_CACHE_BLOCKS; i++) {
+    sl = &q->refblocks->slot[i];
+    if (!sl->valid || (victim->valid && sl->used < victim->used)) {
+      victim = sl;
+    }
+  }
+  rc = rc_slot_write(q, victim);
+  if (rc < 0) {
+    return rc;
+  }
+  victim->valid = false;
+  if (victim->buf == NULL && (victim->buf = malloc(q->cluster_size)) == NULL) {
+    return -ENOMEM;
+  }
+  rc = format_pread(q->file, victim->buf, q->cluster_size, q->reftable[ri]);
+  if (rc < 0) {
+    return rc;
+  }
+  victim->ri = ri;
+  victim->valid = true;
+  victim->lo = victim->hi = 0;
+  victim->used = ++q->refblocks->tick;
+  *out = victim;
+  return 0;
 }
 
 /* ---- open and close --------------------------------------------------------------------- */
@@ -226,6 +342,11 @@ int qcow2_refcount_open(struct qcow2 *q)
 
 void qcow2_refcount_close(struct qcow2 *q)
 {
+  for (int i = 0; q->refblocks != NULL && i < RC_CACHE_BLOCKS; i++) {
+    free(q->refblocks->slot[i].buf);
+  }
+  free(q->refblocks);
+  q->refblocks = NULL;
   free(q->reftable);
   q->reftable = NULL;
   q->reftable_entries = 0;
@@ -248,6 +369,11 @@ int qcow2_refcount_get(struct qcow2 *q, uint64_t host_offset, uint64_t *out)
   if (rc_block_missing(q, ri)) {
     return 0;
   }
+  struct rc_slot *sl = rc_cache_find(q, ri);
+  if (sl != NULL) {
+    *out = rc_entry_get(q, sl->buf, i * q->refcount_bits);
+    return 0;
+  }
   rc_span(q, i, i + 1, &at, &len);
   rc = format_pread(q->file, buf, len, q->reftable[ri] + at);
   if (rc == 0) {
@@ -257,39 +383,45 @@ int qcow2_refcount_get(struct qcow2 *q, uint64_t host_offset, uint64_t *out)
 }
 
 /* Adds delta to the refcounts of clusters [c0, c0 + n) counted by the one existing block
- * ri, rewriting the block's bytes; punches the runs that reach 0. -EIO on overflow or
- * underflow (nothing written). */
+ * ri, in its cached copy; punches the runs that reach 0. -EIO on overflow or underflow
+ * (nothing changed). */
 static int rc_block_add(struct qcow2 *q, uint64_t ri, uint64_t c0, uint64_t n, int delta)
 {
   uint64_t i0 = c0 - ri * q->refblock_entries, at, len, run = 0;
-  uint8_t *buf;
+  uint32_t bits = q->refcount_bits;
+  struct rc_slot *sl;
   int rc;
 
   assert(!rc_block_missing(q, ri) && i0 + n <= q->refblock_entries);
-  rc_span(q, i0, i0 + n, &at, &len);
-  buf = malloc(len);
-  if (buf == NULL) {
-    return -ENOMEM;
+  rc = rc_cache_get(q, ri, &sl);
+  if (rc < 0) {
+    return rc;
   }
-  rc = format_pread(q->file, buf, len, q->reftable[ri] + at);
-  for (uint64_t i = i0; rc == 0 && i < i0 + n; i++) {
-    uint64_t bit = i * q->refcount_bits - at * 8, v = rc_entry_get(q, buf, bit);
+  for (uint64_t i = i0; i < i0 + n; i++) {
+    uint64_t v = rc_entry_get(q, sl->buf, i * bits);
     if ((delta < 0 && v == 0) || (delta > 0 && v == rc_max(q))) {
       log_error("qcow2: refcount %s of host cluster 0x%llx: the image is corrupt",
                 delta < 0 ? "underflow" : "overflow",
                 (unsigned long long)((ri * q->refblock_entries + i) * q->cluster_size));
-      rc = -EIO;
-      break;
+      q->meta_corrupt = true;
+      return -EIO;
     }
-    rc_entry_set(q, buf, bit, delta < 0 ? v - 1 : v + 1);
   }
-  if (rc == 0) {
-    rc = format_pwrite(q->file, buf, len, q->reftable[ri] + at);
+  for (uint64_t i = i0; i < i0 + n; i++) {
+    uint64_t v = rc_entry_get(q, sl->buf, i * bits);
+    rc_entry_set(q, sl->buf, i * bits, delta < 0 ? v - 1 : v + 1);
+  }
+  rc_span(q, i0, i0 + n, &at, &len);
+  if (sl->hi > sl->lo) {
+    sl->lo = sl->lo < at ? sl->lo : at;
+    sl->hi = sl->hi > at + len ? sl->hi : at + len;
+  } else {
+    sl->lo = at;
+    sl->hi = at + len;
   }
   /* Punch the runs of clusters whose refcount is now 0. */
-  for (uint64_t i = i0; rc == 0 && delta < 0 && i <= i0 + n; i++) {
-    bool zero = i < i0 + n && rc_entry_get(q, buf, i * q->refcount_bits - at * 8) == 0;
-    if (zero) {
+  for (uint64_t i = i0; delta < 0 && i <= i0 + n; i++) {
+    if (i < i0 + n && rc_entry_get(q, sl->buf, i * bits) == 0) {
       run++;
     } else if (run > 0) {
       rc_punch(q, (ri * q->refblock_entries + i - run) * q->cluster_size,
@@ -297,8 +429,7 @@ static int rc_block_add(struct qcow2 *q, uint64_t ri, uint64_t c0, uint64_t n, i
       run = 0;
     }
   }
-  free(buf);
-  return rc;
+  return 0;
 }
 
 int qcow2_refcount_update(struct qcow2 *q, uint64_t host_offset, uint64_t len, int delta)
@@ -317,6 +448,7 @@ int qcow2_refcount_update(struct qcow2 *q, uint64_t host_offset, uint64_t len, i
     if (rc_block_missing(q, ri)) {
       log_error("qcow2: host cluster 0x%llx has no refcount block: the image is corrupt",
                 (unsigned long long)(c * q->cluster_size));
+      q->meta_corrupt = true;
       return -EIO;
     }
     rc = rc_block_add(q, ri, c, n, delta);
