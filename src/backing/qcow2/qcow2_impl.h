@@ -114,6 +114,7 @@ int qcow2_header_parse(const uint8_t *buf, size_t len, uint64_t file_size,
 
 struct qcow2_l2_table;
 struct qcow2_refblock_cache;
+struct qcow2_write_state;
 
 struct qcow2_l2_cache {
   struct qcow2_l2_table *head; /* most recently used first [lock] */
@@ -170,6 +171,7 @@ struct qcow2 {
   bool meta_corrupt;            /* a metadata entry broke the spec: writes refused [lock] */
   struct qcow2_refblock_cache *refblocks; /* recently used refcount blocks, qcow2_refcount.c
                                              [lock] */
+  struct qcow2_write_state *wstate; /* writes in flight, qcow2_write.c [lock] */
 };
 
 /* ---- dispatch (qcow2_submit.c) ---------------------------------------------------------- */
@@ -307,6 +309,10 @@ int qcow2_write_slow(struct qcow2 *q, struct backing_op *op);
 int qcow2_discard(struct qcow2 *q, struct backing_op *op);      /* TRIM */
 int qcow2_write_zeroes(struct qcow2 *q, struct backing_op *op); /* WRITE_ZEROES */
 int qcow2_block_status(struct qcow2 *q, struct backing_op *op);
+
+/* Frees what qcow2_write.c keeps between ops (no op may be in flight). Close only
+ * (qcow2_refcount_close calls it). */
+void qcow2_write_close(struct qcow2 *q);
 
 /* Writes dirty metadata in the crash-consistent order above (sync, L2 tables, sync, L1,
  * deferred frees); does not sync at the end. Returns 0 or -errno. Lock held; worker. */

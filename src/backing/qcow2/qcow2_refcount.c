@@ -342,6 +342,7 @@ int qcow2_refcount_open(struct qcow2 *q)
 
 void qcow2_refcount_close(struct qcow2 *q)
 {
+  qcow2_write_close(q); /* the node's close runs this file's close only */
   for (int i = 0; q->refblocks != NULL && i < RC_CACHE_BLOCKS; i++) {
     free(q->refblocks->slot[i].buf);
   }

@@ -36,47 +36,42 @@ struct wr_old {
   uint32_t zero_mask;  /* subclusters that read as zeroes */
 };
 
-/* One request's batch: new clusters allocated ahead for a run of allocating clusters,
- * [next, + left clusters), and a run of whole-data writes not yet issued (pend_len bytes
- * from pend_data to host pend_host), joined while host and buffer both continue. The
- * pending run is written before the L2 table its entries live in can be written back
- * (before another table is looked up) and before the lock is dropped. */
-struct wr_pool {
-  uint64_t next;
-  uint64_t left;
-  uint64_t pend_host;
-  const uint8_t *pend_data;
-  uint64_t pend_len;
+/* One data write of a batch: len bytes from data (or owned, a buffer the batch frees) to
+ * host offset host. */
+struct wr_io {
+  uint64_t host;
+  const uint8_t *data;
+  uint8_t *owned;
+  uint64_t len;
 };
 
-/* Bytes a pending run may grow to before it is written. */
-#define WR_PEND_MAX (32ull << 20)
+/* One L2 entry a batch changes once its data is written. */
+struct wr_item {
+  uint64_t gcluster;
+  uint64_t word, bitmap; /* the new entry */
+  struct wr_old old;     /* the entry it replaces */
+  bool free_old;         /* the old host cluster (or compressed extent) is dropped */
+};
 
-static int wr_pend_flush(struct qcow2 *q, struct wr_pool *p)
-{
-  uint64_t len = p->pend_len;
+/* The writes to the clusters of one L2 table within one request, planned under q->lock,
+ * written without it (the clusters are marked in flight, so no other op touches their
+ * entries meanwhile), and committed to the table under the lock again. New clusters come
+ * from [next, + left clusters), allocated ahead for a run of allocating clusters. */
+struct wr_batch {
+  uint64_t next, left;
+  struct wr_io *io;
+  size_t nio;
+  struct wr_item *item;
+  size_t nitem;
+};
 
-  p->pend_len = 0;
-  return len > 0 ? format_pwrite(q->file, p->pend_data, len, p->pend_host) : 0;
-}
-
-/* Writes data [, + len) at host, joined to the pending run when it continues it. */
-static int wr_pend_add(struct qcow2 *q, struct wr_pool *p, uint64_t host, const uint8_t *data,
-                       uint64_t len)
-{
-  int rc = 0;
-
-  if (p->pend_len > 0 && p->pend_host + p->pend_len == host &&
-      p->pend_data + p->pend_len == data && p->pend_len + len <= WR_PEND_MAX) {
-    p->pend_len += len;
-    return 0;
-  }
-  rc = wr_pend_flush(q, p);
-  p->pend_host = host;
-  p->pend_data = data;
-  p->pend_len = len;
-  return rc;
-}
+/* Guest ranges [start, end) whose writes are in flight, and the condition their ends
+ * signal. Allocated at the first write; freed by qcow2_write_close. */
+struct qcow2_write_state {
+  pthread_cond_t cond;
+  uint64_t (*range)[2];
+  size_t n, cap;
+};
 
 static uint32_t wr_nsub(const struct qcow2 *q)
 {
@@ -321,28 +316,39 @@ static bool wr_needs_alloc(const struct wr_old *o)
   return o->off == 0 || !o->copied || o->compressed;
 }
 
-/* Writes bytes [a, b) of the guest cluster at `gcluster` from data (NULL: zeroes) into host
- * cluster `host`, filling the subclusters in `fill` from the old state first. The buffer
- * spans the subclusters in `span`. */
+/* Adds a write of len bytes from data (or owned) at host, joined to the last one when
+ * host and buffer both continue it. */
+static void wr_io_add(struct wr_batch *bt, uint64_t host, const uint8_t *data, uint8_t *owned,
+                      uint64_t len)
+{
+  struct wr_io *last = bt->nio > 0 ? &bt->io[bt->nio - 1] : NULL;
+
+  if (last != NULL && owned == NULL && last->owned == NULL && last->host + last->len == host &&
+      last->data + last->len == data) {
+    last->len += len;
+    return;
+  }
+  bt->io[bt->nio++] = (struct wr_io){.host = host, .data = owned ? owned : data,
+                                     .owned = owned, .len = len};
+}
+
+/* Plans the write of bytes [a, b) of the guest cluster at `gcluster` from data (NULL:
+ * zeroes) into host cluster `host`, the subclusters in `fill` filled from the old state
+ * first (read now, under the lock). The buffer spans the subclusters in `span`. */
 static int wr_data(struct qcow2 *q, const struct wr_old *o, uint64_t gcluster, uint64_t host,
                    uint32_t a, uint32_t b, const uint8_t *data, uint32_t fill, uint32_t span,
-                   struct wr_pool *pool)
+                   struct wr_batch *bt)
 {
   uint64_t ss = wr_ss(q), at, end;
   uint8_t *buf, *inflated = NULL;
   int rc = 0;
 
   if (fill == 0 && data != NULL) {
-    return wr_pend_add(q, pool, host + a, data, b - a);
+    wr_io_add(bt, host + a, data, NULL, b - a);
+    return 0;
   }
-  if (fill == 0) {
-    buf = calloc(1, b - a);
-    rc = buf == NULL ? -ENOMEM : format_pwrite(q->file, buf, b - a, host + a);
-    free(buf);
-    return rc;
-  }
-  at = (uint64_t)__builtin_ctz(span) * ss;
-  end = (uint64_t)(32 - __builtin_clz(span)) * ss;
+  at = fill == 0 ? a : (uint64_t)__builtin_ctz(span) * ss;
+  end = fill == 0 ? b : (uint64_t)(32 - __builtin_clz(span)) * ss;
   buf = calloc(1, end - at);
   if (buf == NULL) {
     return -ENOMEM;
@@ -351,7 +357,7 @@ static int wr_data(struct qcow2 *q, const struct wr_old *o, uint64_t gcluster, u
     inflated = malloc(q->cluster_size);
     rc = inflated == NULL ? -ENOMEM : wr_inflate(q, o, inflated);
   }
-  if (rc == 0) {
+  if (rc == 0 && fill != 0) {
     rc = wr_fill(q, o, gcluster, fill, buf, at, inflated);
   }
   if (rc == 0) {
@@ -360,72 +366,66 @@ static int wr_data(struct qcow2 *q, const struct wr_old *o, uint64_t gcluster, u
     } else {
       memset(buf + a - at, 0, b - a);
     }
-    rc = format_pwrite(q->file, buf, end - at, host + at);
+    wr_io_add(bt, host + at, NULL, buf, end - at);
+    buf = NULL;
   }
   free(inflated);
   free(buf);
   return rc;
 }
 
-/* Writes bytes [a, b) of the guest cluster at `gcluster` (data NULL: zeroes), the table t
- * pinned and writable. New host clusters come from pool. Lock held. */
+/* Plans the write of bytes [a, b) of the guest cluster at `gcluster` (data NULL: zeroes),
+ * the table t pinned and writable: its data writes and the entry change that follows them.
+ * Lock held. */
 static int wr_cluster(struct qcow2 *q, struct qcow2_l2_table *t, uint64_t gcluster,
-                      uint32_t a, uint32_t b, const uint8_t *data, struct wr_pool *pool)
+                      uint32_t a, uint32_t b, const uint8_t *data, struct wr_batch *bt)
 {
   uint64_t *e = wr_entry(q, t, gcluster), ss = wr_ss(q), host;
   uint32_t s0 = (uint32_t)(a / ss), s1 = (uint32_t)((b - 1) / ss);
   uint32_t touched = wr_mask(s0, s1), partial = 0, fill, span;
-  struct wr_old o;
-  int rc = wr_decode(q, e, gcluster, &o);
+  struct wr_item *it = &bt->item[bt->nitem];
+  int rc = wr_decode(q, e, gcluster, &it->old);
+  const struct wr_old *o = &it->old;
 
   if (rc < 0) {
     return rc;
   }
   partial |= a % ss != 0 ? 1u << s0 : 0;
   partial |= b % ss != 0 ? 1u << s1 : 0;
-  if (data == NULL && (touched & ~o.zero_mask & (o.alloc_mask | (q->backing_node ? ~0u : 0u)))
+  if (data == NULL && (touched & ~o->zero_mask & (o->alloc_mask | (q->backing_node ? ~0u : 0u)))
                       == 0) {
     return 0; /* zeroes over subclusters that read as zeroes already */
   }
-  if (!wr_needs_alloc(&o)) {
+  it->gcluster = gcluster;
+  it->free_old = false;
+  if (!wr_needs_alloc(o)) {
     /* Whole subclusters are written when one needs filling: fill both partial ends. */
-    fill = (partial & ~o.alloc_mask) != 0 ? partial : 0;
-    span = touched;
-    rc = wr_data(q, &o, gcluster, o.off, a, b, data, fill, span, pool);
-    if (rc == 0 && q->extended_l2) {
-      uint64_t bm = (o.bitmap | touched) & ~((uint64_t)touched << 32);
-      if (bm != e[1]) {
-        e[1] = bm;
-        qcow2_cache_mark_dirty(q, t);
-      }
-    } else if (rc == 0 && (e[0] & QCOW2_OFLAG_ZERO) != 0) {
-      e[0] &= ~QCOW2_OFLAG_ZERO;
-      qcow2_cache_mark_dirty(q, t);
-    }
+    fill = (partial & ~o->alloc_mask) != 0 ? partial : 0;
+    rc = wr_data(q, o, gcluster, o->off, a, b, data, fill, touched, bt);
+    it->word = o->word & ~QCOW2_OFLAG_ZERO;
+    it->bitmap = q->extended_l2 ? (o->bitmap | touched) & ~((uint64_t)touched << 32) : 0;
+    bt->nitem += rc == 0 && (it->word != o->word || it->bitmap != o->bitmap);
     return rc;
   }
-  if (pool->left == 0) {
-    rc = qcow2_alloc_clusters(q, 1, &pool->next);
+  if (bt->left == 0) {
+    rc = qcow2_alloc_clusters(q, 1, &bt->next);
     if (rc < 0) {
       return rc;
     }
-    pool->left = 1;
+    bt->left = 1;
   }
-  host = pool->next;
-  pool->next += q->cluster_size;
-  pool->left--;
-  span = o.alloc_mask | touched;
-  fill = (o.alloc_mask & ~touched) | partial;
-  rc = wr_data(q, &o, gcluster, host, a, b, data, fill, span, pool);
-  if (rc < 0) {
-    return rc;
-  }
-  e[0] = host | QCOW2_OFLAG_COPIED;
-  if (q->extended_l2) {
-    e[1] = (uint64_t)span | ((uint64_t)(o.zero_mask & ~touched) << 32);
-  }
-  qcow2_cache_mark_dirty(q, t);
-  return wr_free_old(q, &o);
+  host = bt->next;
+  bt->next += q->cluster_size;
+  bt->left--;
+  span = o->alloc_mask | touched;
+  fill = (o->alloc_mask & ~touched) | partial;
+  rc = wr_data(q, o, gcluster, host, a, b, data, fill, span, bt);
+  it->word = host | QCOW2_OFLAG_COPIED;
+  it->bitmap = q->extended_l2 ? ((uint64_t)span | ((uint64_t)(o->zero_mask & ~touched) << 32))
+                              : 0;
+  it->free_old = true;
+  bt->nitem += rc == 0;
+  return rc;
 }
 
 /* Clusters from gcluster on, at most `max`, inside t, whose writes all need a new cluster. */
@@ -445,47 +445,162 @@ static uint64_t wr_alloc_run(struct qcow2 *q, struct qcow2_l2_table *t, uint64_t
   return n;
 }
 
-/* Writes guest bytes [offset, + len) from data (NULL: zeroes). Lock held. */
+/* Waits until no op is in flight over guest bytes [start, end), then marks them in
+ * flight. Returns 0 or -ENOMEM. Lock held (dropped while waiting). */
+static int wr_inflight_enter(struct qcow2 *q, uint64_t start, uint64_t end)
+{
+  struct qcow2_write_state *ws = q->wstate;
+  bool busy = true;
+
+  if (ws == NULL) {
+    ws = calloc(1, sizeof *ws);
+    if (ws == NULL) {
+      return -ENOMEM;
+    }
+    pthread_cond_init(&ws->cond, NULL);
+    q->wstate = ws;
+  }
+  while (busy) {
+    busy = false;
+    for (size_t i = 0; i < ws->n && !busy; i++) {
+      busy = ws->range[i][0] < end && start < ws->range[i][1];
+    }
+    if (busy) {
+      engine_wait_begin();
+      pthread_cond_wait(&ws->cond, &q->lock);
+      engine_wait_end();
+    }
+  }
+  if (ws->n == ws->cap) {
+    size_t cap = ws->cap ? ws->cap * 2 : 16;
+    uint64_t (*r)[2] = realloc(ws->range, cap * sizeof *r);
+    if (r == NULL) {
+      return -ENOMEM;
+    }
+    ws->range = r;
+    ws->cap = cap;
+  }
+  ws->range[ws->n][0] = start;
+  ws->range[ws->n][1] = end;
+  ws->n++;
+  return 0;
+}
+
+/* Ends the in-flight mark of [start, end) and wakes the ops waiting. Lock held. */
+static void wr_inflight_leave(struct qcow2 *q, uint64_t start, uint64_t end)
+{
+  struct qcow2_write_state *ws = q->wstate;
+
+  for (size_t i = 0; i < ws->n; i++) {
+    if (ws->range[i][0] == start && ws->range[i][1] == end) {
+      ws->range[i][0] = ws->range[ws->n - 1][0];
+      ws->range[i][1] = ws->range[ws->n - 1][1];
+      ws->n--;
+      break;
+    }
+  }
+  pthread_cond_broadcast(&ws->cond);
+}
+
+void qcow2_write_close(struct qcow2 *q)
+{
+  if (q->wstate != NULL) {
+    assert(q->wstate->n == 0);
+    pthread_cond_destroy(&q->wstate->cond);
+    free(q->wstate->range);
+    free(q->wstate);
+    q->wstate = NULL;
+  }
+}
+
+/* Writes the batch's data (lock dropped), then sets its entries in t and queues the frees
+ * of what they replace. On a failed write no entry changes (the new clusters leak). */
+static int wr_batch_commit(struct qcow2 *q, struct qcow2_l2_table *t, struct wr_batch *bt)
+{
+  int rc = 0;
+
+  if (bt->nio > 0) {
+    pthread_mutex_unlock(&q->lock);
+    for (size_t i = 0; rc == 0 && i < bt->nio; i++) {
+      rc = format_pwrite(q->file, bt->io[i].data, bt->io[i].len, bt->io[i].host);
+    }
+    pthread_mutex_lock(&q->lock);
+  }
+  for (size_t i = 0; rc == 0 && i < bt->nitem; i++) {
+    const struct wr_item *it = &bt->item[i];
+    uint64_t *e = wr_entry(q, t, it->gcluster);
+    e[0] = it->word;
+    if (q->extended_l2) {
+      e[1] = it->bitmap;
+    }
+    qcow2_cache_mark_dirty(q, t);
+    rc = it->free_old ? wr_free_old(q, &it->old) : 0;
+  }
+  return rc;
+}
+
+/* Writes guest bytes [pos, end) (inside one L2 table's span, marked in flight) from data
+ * (NULL: zeroes). Lock held; dropped during the data writes. */
+static int wr_chunk(struct qcow2 *q, uint64_t pos, uint64_t end, const uint8_t *data)
+{
+  uint64_t cs = q->cluster_size, g0 = pos & ~(cs - 1);
+  size_t clusters = (size_t)((end - g0 + cs - 1) / cs);
+  struct wr_batch bt = {0};
+  struct qcow2_l2_table *t = NULL;
+  int rc;
+
+  bt.io = calloc(clusters, sizeof *bt.io);
+  bt.item = calloc(clusters, sizeof *bt.item);
+  rc = bt.io == NULL || bt.item == NULL ? -ENOMEM : wr_l2_get(q, g0, true, &t);
+  if (rc == 0 && data != NULL) {
+    uint64_t n = wr_alloc_run(q, t, g0, clusters);
+    if (n > 1) {
+      rc = qcow2_alloc_clusters(q, n, &bt.next);
+      bt.left = rc == 0 ? n : 0;
+    }
+  }
+  for (uint64_t p = pos; rc == 0 && p < end;) {
+    uint64_t gc = p & ~(cs - 1), b = end - gc < cs ? end - gc : cs;
+    struct qcow2_map m;
+    rc = qcow2_map_range(q, p, gc + b - p, &m); /* checks the entry; logs */
+    if (rc == 0) {
+      rc = wr_cluster(q, t, gc, (uint32_t)(p - gc), (uint32_t)b,
+                      data != NULL ? data + (p - pos) : NULL, &bt);
+    }
+    p = gc + b;
+  }
+  if (rc == 0) {
+    rc = wr_batch_commit(q, t, &bt);
+  }
+  for (size_t i = 0; bt.io != NULL && i < bt.nio; i++) {
+    free(bt.io[i].owned);
+  }
+  free(bt.io);
+  free(bt.item);
+  wr_l2_put(t);
+  return rc;
+}
+
+/* Writes guest bytes [offset, + len) from data (NULL: zeroes), one L2 table's span at a
+ * time. Lock held; dropped during data writes and while waiting for ops in flight. */
 static int wr_range(struct qcow2 *q, uint64_t offset, uint64_t len, const uint8_t *data)
 {
   uint64_t cs = q->cluster_size, pos = offset, end = offset + len;
-  uint32_t table_shift = q->cluster_bits + q->l2_bits;
-  struct wr_pool pool = {0};
-  int rc = 0, r;
+  uint64_t span = (uint64_t)q->l2_entries * cs;
+  int rc = 0;
 
   while (rc == 0 && pos < end) {
-    uint64_t gcluster = pos & ~(cs - 1);
-    uint64_t b = end - gcluster < cs ? end - gcluster : cs;
-    struct qcow2_l2_table *t = NULL;
-    struct qcow2_map m;
-    if (pos > offset && (pos >> table_shift) != ((pos - 1) >> table_shift)) {
-      rc = wr_pend_flush(q, &pool); /* before another table's lookup can write this one */
-    }
+    uint64_t stop = (pos / span + 1) * span, g0 = pos & ~(cs - 1), g1;
+    stop = stop < end ? stop : end;
+    g1 = (stop + cs - 1) & ~(cs - 1);
+    rc = wr_inflight_enter(q, g0, g1);
     if (rc == 0) {
-      rc = qcow2_map_range(q, pos, gcluster + b - pos, &m); /* checks the entry; logs */
+      rc = wr_chunk(q, pos, stop, data != NULL ? data + (pos - offset) : NULL);
+      wr_inflight_leave(q, g0, g1);
     }
-    if (rc == 0) {
-      rc = wr_l2_get(q, gcluster, true, &t);
-    }
-    if (rc < 0) {
-      break;
-    }
-    if (pool.left == 0 && data != NULL) {
-      uint64_t n = wr_alloc_run(q, t, gcluster, (end - gcluster + cs - 1) / cs);
-      if (n > 1) {
-        rc = qcow2_alloc_clusters(q, n, &pool.next);
-        pool.left = rc == 0 ? n : 0;
-      }
-    }
-    if (rc == 0) {
-      rc = wr_cluster(q, t, gcluster, (uint32_t)(pos - gcluster), (uint32_t)b,
-                      data != NULL ? data + (pos - offset) : NULL, &pool);
-    }
-    wr_l2_put(t);
-    pos = gcluster + b;
+    pos = stop;
   }
-  r = wr_pend_flush(q, &pool);
-  return rc < 0 ? rc : r;
+  return rc;
 }
 
 int qcow2_write_slow(struct qcow2 *q, struct backing_op *op)
@@ -588,7 +703,11 @@ static int wr_meta_range(struct qcow2 *q, uint64_t offset, uint64_t len, enum wr
   while (rc == 0 && pos < end) {
     uint64_t stop = (pos / table_span + 1) * table_span;
     stop = stop < end ? stop : end;
-    rc = wr_meta_run(q, pos, (stop - pos) / cs, mode);
+    rc = wr_inflight_enter(q, pos, stop);
+    if (rc == 0) {
+      rc = wr_meta_run(q, pos, (stop - pos) / cs, mode);
+      wr_inflight_leave(q, pos, stop);
+    }
     pos = stop;
   }
   return rc;
