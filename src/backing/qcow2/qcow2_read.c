@@ -179,7 +179,10 @@ static int status_backing(struct qcow2 *q, struct backing_op *op, uint64_t offse
       return rc;
     }
   }
-  if (len > have && extent_add(op, len - have, BACKING_EXTENT_HOLE | BACKING_EXTENT_ZERO, 0)) {
+  /* Past a short backing node's end the zeroes count as its own (QEMU's
+   * bdrv_is_allocated_above): depth 2; without a backing node nothing holds them. */
+  if (len > have && extent_add(op, len - have, BACKING_EXTENT_HOLE | BACKING_EXTENT_ZERO,
+                               b != NULL ? 2 : 0)) {
     *added += len - have;
   }
   return 0;
