@@ -5,7 +5,8 @@
 # entries, compressed clusters (zlib and zstd), and a chain qcow2 -> qcow2 -> raw whose base
 # is shorter than the top. For each, the bytes diskgate serves equal `qemu-img convert -O
 # raw`'s, and nbdinfo --map of base:allocation and qemu:allocation-depth equals qemu-nbd -A's.
-# A small --l2-cache-size makes the 512 B image evict tables on every read.
+# A small --l2-cache-size makes the 512 B image evict tables on every read; --cache direct
+# (O_DIRECT) makes the image file demand aligned I/O.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"
 
@@ -49,6 +50,7 @@ for cs in 512 4k 64k 2M; do
   check "$T/c$cs.qcow2"
 done
 check "$T/c512.qcow2" --l2-cache-size 64K
+check "$T/c512.qcow2" --cache direct # O_DIRECT: 512 B clusters read through aligned bounces
 
 qemu-img create -q -f qcow2 -o compat=0.10 "$T/v2.qcow2" $SIZE
 fill "$T/v2.qcow2"
@@ -88,4 +90,5 @@ qemu-io -f qcow2 -c 'write -P 0x11 1M 64k' -c 'write -z 3M 8k' -c 'write -P 0x12
 qemu-io -f qcow2 -c 'write -P 0x21 1028k 4k' -c 'write -z 2M 4k' -c 'write -P 0x22 5800k 3k' \
   "$T/chain/top.qcow2" >/dev/null
 check "$T/chain/top.qcow2"
+check "$T/chain/top.qcow2" --cache direct
 pass "qcow2 bytes and maps match QEMU's for every cluster size, v2, extended L2, compression, chains"
