@@ -52,6 +52,13 @@ done
 check "$T/c512.qcow2" --l2-cache-size 64K
 check "$T/c512.qcow2" --cache direct # O_DIRECT: 512 B clusters read through aligned bounces
 
+# Fragmented: 512 B clusters written backwards, so no two neighbours are contiguous in the
+# file and one request maps to hundreds of runs (more than the fast path plans on its stack).
+qemu-img create -q -f qcow2 -o cluster_size=512 "$T/frag.qcow2" $SIZE
+for ((i = 2047; i >= 0; i--)); do echo "write -P $((i % 251)) $((i * 512)) 512"; done |
+  qemu-io -f qcow2 "$T/frag.qcow2" >/dev/null
+check "$T/frag.qcow2"
+
 qemu-img create -q -f qcow2 -o compat=0.10 "$T/v2.qcow2" $SIZE
 fill "$T/v2.qcow2"
 check "$T/v2.qcow2"
