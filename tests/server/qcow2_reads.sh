@@ -4,7 +4,8 @@
 # clusters of 512 B, 4 KiB, 64 KiB and 2 MiB, version 2 (compat=0.10) and 3, extended L2
 # entries, compressed clusters (zlib and zstd), and a chain qcow2 -> qcow2 -> raw whose base
 # is shorter than the top. For each, the bytes diskgate serves equal `qemu-img convert -O
-# raw`'s, and nbdinfo --map of base:allocation and qemu:allocation-depth equals qemu-nbd -A's.
+# raw`'s, and nbdinfo --map of base:allocation and qemu:allocation-depth, and qemu-img map,
+# equal qemu-nbd -A's.
 # A small --l2-cache-size makes the 512 B image evict tables on every read; --cache direct
 # (O_DIRECT) makes the image file demand aligned I/O.
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -39,6 +40,8 @@ check() {
     assert_eq "$(nbdinfo --map="$ctx" "$DG_UNIX")" \
       "$(nbdinfo --map="$ctx" "nbd+unix:///?socket=$T/q.sock")" "map $ctx of $name"
   done
+  assert_eq "$(qemu-img map -f raw --output=json "$DG_UNIX")" \
+    "$(qemu-img map -f raw --output=json "nbd+unix:///?socket=$T/q.sock")" "qemu-img map of $name"
   kill "$qpid"
   wait "$qpid" 2>/dev/null || true
   dg_stop
