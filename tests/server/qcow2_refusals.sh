@@ -5,8 +5,9 @@
 # encryption, a backing file without a recorded format, an L1 table past the end, a loop);
 # a chain of 1000 images is refused as too deep in well under 3 s; an image with the
 # corrupt bit is served read-only (the client sees NBD_FLAG_READ_ONLY, its writes fail);
-# an L2 or L1 entry pointing past the end of the file makes that read fail with EIO while
-# the server goes on serving; a writable open clears the autoclear feature bits.
+# an L2 or L1 entry pointing past the end of the file (or a compressed descriptor, or an
+# extended entry the spec forbids) makes that read fail with EIO while the server goes on;
+# a writable open clears the autoclear feature bits.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"
 
@@ -89,32 +90,39 @@ qemu-img compare -q -f raw -F raw "$T/data.raw" "$DG_UNIX" || fail "corrupt imag
 dg_stop
 assert_eq "$(grep -c "corrupt bit is set: served read-only" "$DG_LOG")" 1 "corrupt warnings"
 
-# An L2 entry, then an L1 entry, pointing 1 TiB past the end: that read fails, others work.
-l2_entry() { # IMG: the file offset of guest cluster 0's L2 entry
+# Entries the spec forbids, each under guest cluster 0: that read fails with EIO (one log
+# line), the next cluster still reads, the server stays up. WHAT: an L2 entry and an L1
+# entry 1 TiB past the end of the file, a compressed descriptor past it, and an extended L2
+# entry whose subcluster 0 is both allocated and zero.
+offset_at() { # IMG WHAT: the file offset of the L1 or L2 entry of guest cluster 0
   python3 -c 'import struct, sys; d = open(sys.argv[1], "rb").read()
 l1 = struct.unpack(">Q", d[40:48])[0]; l2 = struct.unpack(">Q", d[l1:l1 + 8])[0] & 0xfffffffffffe00
-print(l2)' "$1"
+print(l1 if sys.argv[2] == "L1" else l2)' "$1" "$2"
 }
-for what in L2 L1; do
-  qemu-img convert -q -f raw -O qcow2 "$T/data.raw" "$T/far$what.qcow2"
-  if [ "$what" = L2 ]; then
-    poke "$T/far$what.qcow2" "$(l2_entry "$T/far$what.qcow2")" 8000010000000000
-  else
-    l1=$(python3 -c 'import struct, sys; print(struct.unpack(">Q", open(sys.argv[1], "rb").read()[40:48])[0])' "$T/far$what.qcow2")
-    poke "$T/far$what.qcow2" "$l1" 8000010000000000
-  fi
-  dg_start --read-only "$T/far$what.qcow2"
-  qemu-io -r -f raw -c 'read 0 4k' "$DG_UNIX" >"$T/r.out" 2>&1 && fail "$what past EOF read"
-  grep -q "Input/output error" "$T/r.out" || fail "$what past EOF: $(cat "$T/r.out")"
-  qemu-io -r -f raw -c 'read 0 4k' "$DG_UNIX" >/dev/null 2>&1 && fail "$what past EOF read again"
-  if [ "$what" = L2 ]; then
+for what in L2 L1 compressed extended; do
+  img=$T/bad-$what.qcow2
+  case $what in
+  L2) qemu-img convert -q -f raw -O qcow2 "$T/data.raw" "$img"
+    poke "$img" "$(offset_at "$img" L2)" 8000010000000000 && words="past the end of the file" ;;
+  L1) qemu-img convert -q -f raw -O qcow2 "$T/data.raw" "$img"
+    poke "$img" "$(offset_at "$img" L1)" 8000010000000000 && words="past the end of the file" ;;
+  compressed) qemu-img convert -q -f raw -O qcow2 "$T/data.raw" "$img"
+    poke "$img" "$(offset_at "$img" L2)" 4000010000000000 && words="bad compressed cluster" ;;
+  extended) qemu-img convert -q -f raw -O qcow2 -o extended_l2=on "$T/data.raw" "$img"
+    poke "$img" $(($(offset_at "$img" L2) + 8)) 0000000100000001 && words="bad extended entry" ;;
+  esac
+  dg_start --read-only "$img"
+  qemu-io -r -f raw -c 'read 0 4k' "$DG_UNIX" >"$T/r.out" 2>&1 && fail "$what: bad entry read"
+  grep -q "Input/output error" "$T/r.out" || fail "$what: $(cat "$T/r.out")"
+  qemu-io -r -f raw -c 'read 0 4k' "$DG_UNIX" >/dev/null 2>&1 && fail "$what: read again"
+  if [ "$what" != L1 ]; then
     "$PY" -c 'import nbd, sys; h = nbd.NBD(); h.connect_uri(sys.argv[1])
 sys.exit(h.pread(4096, 65536) != open(sys.argv[2], "rb").read()[65536:65536 + 4096])' \
-      "$DG_UNIX" "$T/data.raw" || fail "the cluster after the bad entry no longer reads"
+      "$DG_UNIX" "$T/data.raw" || fail "$what: the cluster after the bad entry no longer reads"
   fi
-  kill -0 "$DG_PID" || fail "the server died on an entry past EOF ($what)"
+  kill -0 "$DG_PID" || fail "the server died on a bad entry ($what)"
   dg_stop
-  assert_eq "$(grep -c "past the end of the file" "$DG_LOG")" 1 "log lines for the $what entry"
+  assert_eq "$(grep -c "$words" "$DG_LOG")" 1 "log lines for the bad $what entry"
 done
 
 # A writable open clears the autoclear bits (bitmaps kept by nobody are not consistent).
