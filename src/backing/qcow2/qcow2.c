@@ -269,7 +269,6 @@ static void node_free(struct qcow2 *q)
 {
   qcow2_refcount_close(q);
   if (q->cache.buckets != NULL) {
-    qcow2_cache_drop_dirty(q);
     qcow2_cache_destroy(q);
   }
   free(q->l1);
@@ -376,6 +375,9 @@ static void qcow2_close(struct backing *b)
     if (rc < 0) {
       log_msg(LOG_ERROR, "qcow2 image %s: writing its metadata at close failed: %s", q->name,
               strerror(-rc));
+      pthread_mutex_lock(&q->lock);
+      qcow2_cache_drop_dirty(q);
+      pthread_mutex_unlock(&q->lock);
     }
   }
   backing_close(q->file);

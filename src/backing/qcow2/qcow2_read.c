@@ -147,26 +147,31 @@ static int status_backing(struct qcow2 *q, struct backing_op *op, uint64_t offse
                           uint64_t len, uint64_t *added)
 {
   struct backing *b = q->backing_node;
+  struct backing_extent *sub = NULL;
   uint64_t have = 0;
+  uint32_t count = 0;
+  int rc = 0;
 
   *added = 0;
   if (b != NULL && offset < b->geo.size) {
     have = b->geo.size - offset;
     have = have < len ? have : len;
   }
-  if (have > 0 && !b->geo.can_extents) {
+  if (have > 0 && b->geo.can_extents) {
+    uint32_t room = op->extent_max - op->extent_count + 1; /* the first may merge */
+    sub = calloc(room, sizeof *sub);
+    if (sub == NULL) {
+      return -ENOMEM;
+    }
+    rc = format_block_status(b, offset, have, sub, room, &count);
+  }
+  if (have > 0 && (!b->geo.can_extents || rc == -ENOTSUP)) {
+    free(sub); /* a backing node without a map: all data, as the server would report it */
     if (!extent_add(op, have, 0, 2)) {
       return 0;
     }
     *added = have;
   } else if (have > 0) {
-    uint32_t room = op->extent_max - op->extent_count + 1, count = 0;
-    struct backing_extent *sub = calloc(room, sizeof *sub);
-    int rc;
-    if (sub == NULL) {
-      return -ENOMEM;
-    }
-    rc = format_block_status(b, offset, have, sub, room, &count);
     for (uint32_t i = 0; rc == 0 && i < count; i++) {
       uint32_t depth = !b->geo.can_depth ? 2 : sub[i].depth == 0 ? 0 : sub[i].depth + 1;
       if (!extent_add(op, sub[i].length, sub[i].flags, depth)) {
@@ -179,7 +184,10 @@ static int status_backing(struct qcow2 *q, struct backing_op *op, uint64_t offse
       return rc;
     }
   }
-  if (len > have && extent_add(op, len - have, BACKING_EXTENT_HOLE | BACKING_EXTENT_ZERO, 0)) {
+  /* Past a short backing node's end the zeroes count as its own (QEMU's
+   * bdrv_is_allocated_above): depth 2; without a backing node nothing holds them. */
+  if (len > have && extent_add(op, len - have, BACKING_EXTENT_HOLE | BACKING_EXTENT_ZERO,
+                               b != NULL ? 2 : 0)) {
     *added += len - have;
   }
   return 0;

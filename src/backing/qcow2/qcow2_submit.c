@@ -13,8 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Runs a fast-path op may split into (one per contiguous host range, or zero span). */
-#define FAST_RUNS_MAX 64
+/* Runs (one per contiguous host range, or zero span) planned on the stack; a more
+ * fragmented op plans into a heap array of one run per cluster or subcluster. */
+#define FAST_RUNS_STACK 64
 
 struct fast_run {
   uint64_t buf_off; /* bytes into op->buf */
@@ -63,8 +64,8 @@ static bool fast_child_fits(const struct qcow2 *q, uint64_t host, uint64_t len, 
 }
 
 /* Appends a run, merging it with the last when the host bytes continue. */
-static bool fast_run_add(struct fast_run *runs, uint32_t *n, uint64_t buf_off, uint64_t len,
-                         uint64_t host)
+static bool fast_run_add(struct fast_run *runs, uint32_t cap, uint32_t *n, uint64_t buf_off,
+                         uint64_t len, uint64_t host)
 {
   if (*n > 0) {
     struct fast_run *last = &runs[*n - 1];
@@ -74,65 +75,87 @@ static bool fast_run_add(struct fast_run *runs, uint32_t *n, uint64_t buf_off, u
       return true;
     }
   }
-  if (*n >= FAST_RUNS_MAX) {
+  if (*n >= cap) {
     return false;
   }
   runs[(*n)++] = (struct fast_run){.buf_off = buf_off, .len = len, .host = host};
   return true;
 }
 
-/* Maps op through the cached tables into runs. Returns false when the slow path must run.
- * Lock held. */
-static bool fast_plan(struct qcow2 *q, const struct backing_op *op, bool write,
-                      struct fast_run *runs, uint32_t *n)
+enum fast_verdict { FAST_OK, FAST_SLOW, FAST_FULL };
+
+/* Maps op through the cached tables into runs[0..cap). Returns FAST_OK, FAST_SLOW (the slow
+ * path must run) or FAST_FULL (more than cap runs). Lock held. */
+static enum fast_verdict fast_plan(struct qcow2 *q, const struct backing_op *op, bool write,
+                                   struct fast_run *runs, uint32_t cap, uint32_t *n)
 {
   bool fua = (op->flags & BACKING_FLAG_FUA) != 0;
   uint64_t done = 0;
 
   *n = 0;
   if (write && (q->meta_corrupt || (fua && !q->file->geo.can_fua))) {
-    return false;
+    return FAST_SLOW;
   }
   while (done < op->length) {
     struct qcow2_map m;
     uint64_t host = UINT64_MAX;
     if (qcow2_map_cached(q, op->offset + done, op->length - done, &m) < 0 ||
         m.cached_only_miss) {
-      return false;
+      return FAST_SLOW;
     }
     if (m.kind == QCOW2_NORMAL && (!write || (m.copied && !(fua && m.l2_dirty)))) {
       host = m.host_offset;
     } else if (write || m.kind == QCOW2_COMPRESSED ||
                (m.kind == QCOW2_UNALLOC && q->backing_node != NULL)) {
-      return false;
+      return FAST_SLOW;
     }
-    if (!fast_run_add(runs, n, done, m.length, host)) {
-      return false;
+    if (!fast_run_add(runs, cap, n, done, m.length, host)) {
+      return FAST_FULL;
     }
     done += m.length;
   }
   for (uint32_t i = 0; i < *n; i++) {
     if (runs[i].host != UINT64_MAX &&
         !fast_child_fits(q, runs[i].host, runs[i].len, (uint8_t *)op->buf + runs[i].buf_off)) {
-      return false;
+      return FAST_SLOW;
     }
   }
-  return true;
+  return FAST_OK;
+}
+
+/* Plans op into *runs: the stack array, or a heap one (*heap, to free) when op is more
+ * fragmented. Returns false when the slow path must run. Lock held. */
+static bool fast_plan_any(struct qcow2 *q, const struct backing_op *op, bool write,
+                          struct fast_run **runs, struct fast_run **heap, uint32_t *n)
+{
+  enum fast_verdict v = fast_plan(q, op, write, *runs, FAST_RUNS_STACK, n);
+  uint64_t cap = op->length / q->subcluster_size + 2;
+
+  *heap = NULL;
+  if (v != FAST_FULL) {
+    return v == FAST_OK;
+  }
+  if (cap > UINT32_MAX || (*heap = malloc(cap * sizeof **heap)) == NULL) {
+    return false;
+  }
+  *runs = *heap;
+  return fast_plan(q, op, write, *runs, (uint32_t)cap, n) == FAST_OK;
 }
 
 /* Serves op on the fast path when it can. Returns true when op was taken (done is or will
  * be called), false when it must go to a worker. */
 static bool fast_path(struct qcow2 *q, struct backing_op *op, bool write)
 {
-  struct fast_run runs[FAST_RUNS_MAX];
+  struct fast_run stack_runs[FAST_RUNS_STACK], *runs = stack_runs, *heap;
   struct fast_ctx *ctx;
   uint32_t n, k = 0;
 
   if (op->nonblocking ? pthread_mutex_trylock(&q->lock) != 0 : pthread_mutex_lock(&q->lock)) {
     return false; /* a worker holds the lock for I/O: an event loop never waits on it */
   }
-  if (!fast_plan(q, op, write, runs, &n)) {
+  if (!fast_plan_any(q, op, write, &runs, &heap, &n)) {
     pthread_mutex_unlock(&q->lock);
+    free(heap);
     return false;
   }
   for (uint32_t i = 0; i < n; i++) {
@@ -145,12 +168,14 @@ static bool fast_path(struct qcow2 *q, struct backing_op *op, bool write)
       memset((uint8_t *)op->buf + runs[i].buf_off, 0, runs[i].len);
     }
   }
+  ctx = k > 0 ? malloc(sizeof *ctx + k * sizeof ctx->child[0]) : NULL;
   if (k == 0) {
+    free(heap);
     op->done(op, 0);
     return true;
   }
-  ctx = malloc(sizeof *ctx + k * sizeof ctx->child[0]);
   if (ctx == NULL) {
+    free(heap);
     pthread_mutex_lock(&q->lock);
     q->fast_inflight -= k;
     pthread_mutex_unlock(&q->lock);
@@ -177,6 +202,7 @@ static bool fast_path(struct qcow2 *q, struct backing_op *op, bool write)
       child->fixed_buf = n == 1 ? op->fixed_buf : 0;
     }
   }
+  free(heap);
   for (uint32_t c = 0; c < k; c++) {
     /* After the last submit ctx may be gone: only k, a local, is read. */
     int rc = backing_submit(q->file, &ctx->child[c]);
