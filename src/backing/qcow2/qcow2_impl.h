@@ -318,6 +318,11 @@ void qcow2_write_close(struct qcow2 *q);
  * deferred frees); does not sync at the end. Returns 0 or -errno. Lock held; worker. */
 int qcow2_meta_writeback(struct qcow2 *q);
 
+/* Takes q->lock. A worker that has to wait for it says so first (engine_wait_begin), as
+ * for any blocking wait: the holder may be waiting for file I/O that needs a worker of the
+ * same pool (the threads engine). Any thread; every worker path takes the lock this way. */
+void qcow2_lock(struct qcow2 *q);
+
 /* FLUSH: qcow2_meta_writeback, then a sync of the file under the export's sync mode.
  * Returns 0 or -errno. Takes the lock; worker. */
 int qcow2_flush(struct qcow2 *q);

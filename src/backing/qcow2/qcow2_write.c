@@ -524,7 +524,7 @@ static int wr_batch_commit(struct qcow2 *q, struct qcow2_l2_table *t, struct wr_
     for (size_t i = 0; rc == 0 && i < bt->nio; i++) {
       rc = format_pwrite(q->file, bt->io[i].data, bt->io[i].len, bt->io[i].host);
     }
-    pthread_mutex_lock(&q->lock);
+    qcow2_lock(q);
   }
   for (size_t i = 0; rc == 0 && i < bt->nitem; i++) {
     const struct wr_item *it = &bt->item[i];
@@ -610,7 +610,7 @@ int qcow2_write_slow(struct qcow2 *q, struct backing_op *op)
   if (!q->writable) {
     return -EROFS;
   }
-  pthread_mutex_lock(&q->lock);
+  qcow2_lock(q);
   rc = wr_range(q, op->offset, op->length, op->buf);
   pthread_mutex_unlock(&q->lock);
   return rc;
@@ -720,7 +720,7 @@ int qcow2_discard(struct qcow2 *q, struct backing_op *op)
   if (!q->writable) {
     return -EROFS;
   }
-  pthread_mutex_lock(&q->lock);
+  qcow2_lock(q);
   rc = wr_meta_range(q, op->offset, op->length, WR_TRIM);
   pthread_mutex_unlock(&q->lock);
   return rc;
@@ -779,7 +779,7 @@ int qcow2_write_zeroes(struct qcow2 *q, struct backing_op *op)
   if (!q->writable) {
     return -EROFS;
   }
-  pthread_mutex_lock(&q->lock);
+  qcow2_lock(q);
   if ((op->flags & BACKING_FLAG_FAST_ZERO) != 0) {
     rc = wr_fast_zero_check(q, offset, op->length);
   }
