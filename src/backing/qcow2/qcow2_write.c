@@ -24,6 +24,8 @@
 #include "util/log.h"
 
 #define WR_ALL_SUBS 0xffffffffull
+/* Most guest bytes one batch covers (WRITE_ZEROES of a v2 image allocates their zeroes). */
+#define WR_CHUNK_MAX (32ull << 20)
 
 /* Old state of one cluster's L2 entry, decoded. Masks have one bit per subcluster. */
 struct wr_old {
@@ -591,7 +593,9 @@ static int wr_range(struct qcow2 *q, uint64_t offset, uint64_t len, const uint8_
 
   while (rc == 0 && pos < end) {
     uint64_t stop = (pos / span + 1) * span, g0 = pos & ~(cs - 1), g1;
+    uint64_t cap = (pos + WR_CHUNK_MAX) & ~(cs - 1); /* bounds a batch's buffers */
     stop = stop < end ? stop : end;
+    stop = stop < cap ? stop : cap;
     g1 = (stop + cs - 1) & ~(cs - 1);
     rc = wr_inflight_enter(q, g0, g1);
     if (rc == 0) {
