@@ -114,6 +114,8 @@ int qcow2_header_parse(const uint8_t *buf, size_t len, uint64_t file_size,
 /* ---- the node ---------------------------------------------------------------------------- */
 
 struct qcow2_l2_table;
+struct qcow2_refblock_cache;
+struct qcow2_write_state;
 
 struct qcow2_l2_cache {
   struct qcow2_l2_table *head; /* most recently used first [lock] */
@@ -170,6 +172,9 @@ struct qcow2 {
    * threads that must never wait for a lock whose holder waits for file I/O */
   _Atomic uint64_t fast_inflight;
   bool meta_corrupt;            /* a metadata entry broke the spec: writes refused [lock] */
+  struct qcow2_refblock_cache *refblocks; /* recently used refcount blocks, qcow2_refcount.c
+                                             [lock] */
+  struct qcow2_write_state *wstate; /* writes in flight, qcow2_write.c [lock] */
 };
 
 /* ---- dispatch (qcow2_submit.c) ---------------------------------------------------------- */
@@ -263,15 +268,16 @@ int qcow2_refcount_open(struct qcow2 *q);
  * Lock held; worker. */
 int qcow2_refcount_get(struct qcow2 *q, uint64_t host_offset, uint64_t *out);
 
-/* Allocates `n` contiguous new clusters at q->alloc_end, sets their refcounts to 1 and
- * writes the refcount blocks (allocating refcount blocks, and growing the refcount table,
- * as needed, each written and synced before what points to it). The data clusters are not
- * written. Returns 0 and *host_offset, or -ENOSPC, -EIO, -EFBIG (past the 56-bit limit).
+/* Allocates `n` contiguous new clusters at q->alloc_end and sets their refcounts to 1 (in
+ * the cached refcount blocks, written by qcow2_refcount_write_dirty before the sync every
+ * L2 change relies on), allocating refcount blocks and growing the refcount table as
+ * needed, each written and synced before what points to it. The data clusters are not
+ * written: never written before, they read as zeroes. Returns 0 and *host_offset, or -ENOSPC, -EIO, -EFBIG (past the 56-bit limit).
  * Lock held; worker. */
 int qcow2_alloc_clusters(struct qcow2 *q, uint64_t n, uint64_t *host_offset);
 
-/* Adds `delta` (+1/-1) to the refcount of each host cluster in [host_offset, +len) and
- * writes the blocks. Returns 0 or -errno (-EIO on overflow or underflow: corrupt).
+/* Adds `delta` (+1/-1) to the refcount of each host cluster in [host_offset, +len) in the
+ * cached refcount blocks. Returns 0 or -errno (-EIO on overflow or underflow: corrupt).
  * Lock held; worker. */
 int qcow2_refcount_update(struct qcow2 *q, uint64_t host_offset, uint64_t len, int delta);
 
@@ -282,6 +288,18 @@ int qcow2_refcount_free_deferred(struct qcow2 *q, uint64_t host_offset, uint64_t
 /* Runs the queued decrements (the L2 changes are durable); punches the host file for
  * clusters whose refcount reaches 0. Returns 0 or -errno. Lock held; worker. */
 int qcow2_refcount_run_deferred(struct qcow2 *q);
+
+/* Writes the changed bytes of the cached refcount blocks (increments and decrements not
+ * yet in the file; qcow2_meta_writeback calls it before its first sync, and after the
+ * deferred frees). Returns 0 or -errno. Lock held; worker. */
+int qcow2_refcount_write_dirty(struct qcow2 *q);
+
+/* True when cached refcount blocks hold changes not yet written. Lock held. */
+bool qcow2_refcount_dirty(const struct qcow2 *q);
+
+/* Runs one op of `type` (BACKING_OP_TRIM, BACKING_OP_WRITE_ZEROES) on the image file over
+ * host bytes [offset, + len) and waits for it. Returns 0 or -errno. Worker thread. */
+int qcow2_file_op(struct qcow2 *q, enum backing_op_type type, uint64_t offset, uint64_t len);
 
 void qcow2_refcount_close(struct qcow2 *q);
 
@@ -295,9 +313,18 @@ int qcow2_discard(struct qcow2 *q, struct backing_op *op);      /* TRIM */
 int qcow2_write_zeroes(struct qcow2 *q, struct backing_op *op); /* WRITE_ZEROES */
 int qcow2_block_status(struct qcow2 *q, struct backing_op *op);
 
+/* Frees what qcow2_write.c keeps between ops (no op may be in flight). Close only
+ * (qcow2_refcount_close calls it). */
+void qcow2_write_close(struct qcow2 *q);
+
 /* Writes dirty metadata in the crash-consistent order above (sync, L2 tables, sync, L1,
  * deferred frees); does not sync at the end. Returns 0 or -errno. Lock held; worker. */
 int qcow2_meta_writeback(struct qcow2 *q);
+
+/* Takes q->lock. A worker that has to wait for it says so first (engine_wait_begin), as
+ * for any blocking wait: the holder may be waiting for file I/O that needs a worker of the
+ * same pool (the threads engine). Any thread; every worker path takes the lock this way. */
+void qcow2_lock(struct qcow2 *q);
 
 /* FLUSH: qcow2_meta_writeback, then a sync of the file under the export's sync mode.
  * Returns 0 or -errno. Takes the lock; worker. */
