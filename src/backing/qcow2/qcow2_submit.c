@@ -150,7 +150,9 @@ static bool fast_path(struct qcow2 *q, struct backing_op *op, bool write)
   struct fast_ctx *ctx;
   uint32_t n, k = 0;
 
-  if (op->nonblocking ? pthread_mutex_trylock(&q->lock) != 0 : pthread_mutex_lock(&q->lock)) {
+  if (!op->nonblocking) {
+    qcow2_lock(q); /* maybe an engine worker (a chain's read): it lets the pool grow */
+  } else if (pthread_mutex_trylock(&q->lock) != 0) {
     return false; /* a worker holds the lock for I/O: an event loop never waits on it */
   }
   if (!fast_plan_any(q, op, write, &runs, &heap, &n)) {
@@ -220,7 +222,7 @@ static int slow_run(struct qcow2 *q, struct backing_op *op)
 
   if (op->type == BACKING_OP_WRITE || op->type == BACKING_OP_TRIM ||
       op->type == BACKING_OP_WRITE_ZEROES) {
-    pthread_mutex_lock(&q->lock);
+    qcow2_lock(q);
     refused = q->meta_corrupt;
     pthread_mutex_unlock(&q->lock);
   }
