@@ -247,6 +247,7 @@ static void geometry_set(struct qcow2 *q)
   g->can_multi_conn = true;
   g->can_extents = true;
   g->can_cache = true;
+  g->can_fast_zero = q->writable && q->h.version >= 3; /* zero flags: metadata only */
   g->can_depth = true;
   g->sync_channels = 1;
 }

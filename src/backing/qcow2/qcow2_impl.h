@@ -36,6 +36,7 @@
 #define DISKGATE_BACKING_QCOW2_IMPL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -167,7 +168,9 @@ struct qcow2 {
                                    L2 change dropping them is durable [lock] */
   size_t deferred_len, deferred_cap; /* entries used/allocated in deferred_free (pairs) */
   struct qcow2_l2_cache cache;  /* [lock] */
-  uint64_t fast_inflight;       /* fast-path child ops in flight [lock] */
+  /* fast-path child ops in flight; atomic, not [lock]: their completions run on engine
+   * threads that must never wait for a lock whose holder waits for file I/O */
+  _Atomic uint64_t fast_inflight;
   bool meta_corrupt;            /* a metadata entry broke the spec: writes refused [lock] */
   struct qcow2_refblock_cache *refblocks; /* recently used refcount blocks, qcow2_refcount.c
                                              [lock] */
