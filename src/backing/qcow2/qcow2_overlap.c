@@ -62,6 +62,8 @@ struct qcow2_meta_map {
   size_t nl2;
   uint64_t *l2_shared;      /* of those, the ones two or more L1 entries name: sorted */
   size_t nl2_shared;
+  struct meta_range *all;   /* fixed and the L2 tables outside it: sorted, disjoint */
+  size_t nall;
 };
 
 static int cmp_u64(const void *a, const void *b)
@@ -99,21 +101,30 @@ static int fixed_add(struct qcow2 *q, enum meta_kind kind, uint64_t start, uint6
   return 0;
 }
 
-/* The fixed range overlapping host bytes [a, b), or NULL. */
-static const struct meta_range *fixed_find(const struct qcow2_meta_map *m, uint64_t a,
-                                           uint64_t b)
+/* The index of the first of the sorted, disjoint ranges r[0..n) ending past host byte a
+ * (n: none). Their ends ascend as their starts do. */
+static size_t range_first_past(const struct meta_range *r, size_t n, uint64_t a)
 {
-  size_t lo = 0, hi = m->nfixed;
+  size_t lo = 0, hi = n;
 
-  while (lo < hi) { /* the first range ending past a (ends ascend: the ranges are disjoint) */
+  while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (m->fixed[mid].end <= a) {
+    if (r[mid].end <= a) {
       lo = mid + 1;
     } else {
       hi = mid;
     }
   }
-  return lo < m->nfixed && m->fixed[lo].start < b ? &m->fixed[lo] : NULL;
+  return lo;
+}
+
+/* The fixed range overlapping host bytes [a, b), or NULL. */
+static const struct meta_range *fixed_find(const struct qcow2_meta_map *m, uint64_t a,
+                                           uint64_t b)
+{
+  size_t i = range_first_past(m->fixed, m->nfixed, a);
+
+  return i < m->nfixed && m->fixed[i].start < b ? &m->fixed[i] : NULL;
 }
 
 /* True when a cluster of sorted[0..n) (cluster offsets) overlaps host bytes [a, b). */
@@ -214,6 +225,30 @@ static int l2_tables_add(struct qcow2 *q)
   return 0;
 }
 
+/* Merges the fixed ranges and the L2 tables outside them into m->all. */
+static int all_build(struct qcow2 *q)
+{
+  struct qcow2_meta_map *m = q->meta;
+  size_t f = 0, l = 0;
+
+  m->all = malloc((m->nfixed + m->nl2 + 1) * sizeof *m->all);
+  if (m->all == NULL) {
+    return -ENOMEM;
+  }
+  while (f < m->nfixed || l < m->nl2) {
+    if (l < m->nl2 && fixed_find(m, m->l2[l], m->l2[l] + q->cluster_size) != NULL) {
+      l++; /* inside a fixed range already */
+    } else if (l < m->nl2 && (f == m->nfixed || m->l2[l] < m->fixed[f].start)) {
+      m->all[m->nall++] = (struct meta_range){
+          .start = m->l2[l], .end = m->l2[l] + q->cluster_size, .kind = MK_L2};
+      l++;
+    } else {
+      m->all[m->nall++] = m->fixed[f++];
+    }
+  }
+  return 0;
+}
+
 int qcow2_overlap_open(struct qcow2 *q, char *why, size_t why_len)
 {
   struct qcow2_meta_map *m = calloc(1, sizeof *m);
@@ -257,7 +292,7 @@ int qcow2_overlap_open(struct qcow2 *q, char *why, size_t why_len)
       return -EINVAL;
     }
   }
-  return 0;
+  return all_build(q);
 }
 
 void qcow2_overlap_close(struct qcow2 *q)
@@ -266,6 +301,7 @@ void qcow2_overlap_close(struct qcow2 *q)
     free(q->meta->fixed);
     free(q->meta->l2);
     free(q->meta->l2_shared);
+    free(q->meta->all);
     free(q->meta);
     q->meta = NULL;
   }
@@ -287,19 +323,6 @@ const char *qcow2_overlap_l2_table(const struct qcow2 *q, uint64_t l2_offset)
     return meta_kind_name[MK_L2_SHARED];
   }
   return NULL;
-}
-
-/* What host bytes [a, b) overlap: a kind's name, or NULL. */
-static const char *data_overlap(const struct qcow2 *q, uint64_t a, uint64_t b)
-{
-  const struct meta_range *r = fixed_find(q->meta, a, b);
-
-  if (r != NULL) {
-    return meta_kind_name[r->kind];
-  }
-  return cluster_find(q->meta->l2, q->meta->nl2, q->cluster_size, a, b)
-             ? meta_kind_name[MK_L2]
-             : NULL;
 }
 
 /* Host bytes [*a, *b) entry e names, or false (none, or left to the mapping's checks). */
@@ -325,15 +348,23 @@ static bool entry_span(const struct qcow2 *q, uint64_t e, uint64_t *a, uint64_t 
 
 int qcow2_overlap_check_table(struct qcow2 *q, struct qcow2_l2_table *t)
 {
+  const struct qcow2_meta_map *m = q->meta;
   uint32_t step = q->extended_l2 ? 2 : 1;
+  uint64_t clear_lo = 0, clear_hi = 0; /* host bytes between two metadata ranges */
 
-  if (q->meta == NULL) {
+  if (m == NULL) {
     return 0;
   }
   for (uint32_t i = 0; i < q->l2_entries; i++) {
     uint64_t e = t->entries[(size_t)i * step], a, b;
-    const char *what;
-    if (e == 0 || !entry_span(q, e, &a, &b) || (what = data_overlap(q, a, b)) == NULL) {
+    size_t k;
+    if (e == 0 || !entry_span(q, e, &a, &b) || (a >= clear_lo && b <= clear_hi)) {
+      continue; /* data mostly lies in runs between metadata: one search per run */
+    }
+    k = range_first_past(m->all, m->nall, a);
+    if (k == m->nall || m->all[k].start >= b) {
+      clear_lo = k > 0 ? m->all[k - 1].end : 0;
+      clear_hi = k < m->nall ? m->all[k].start : UINT64_MAX;
       continue;
     }
     if (t->bad == NULL) {
@@ -344,7 +375,7 @@ int qcow2_overlap_check_table(struct qcow2 *q, struct qcow2_l2_table *t)
     }
     t->bad[i / 64] |= 1ull << (i % 64);
     qcow2_corrupt(q, "L2 table %#" PRIx64 " entry %u: host cluster %#" PRIx64 " overlaps the "
-                  "image's %s", t->host_offset, i, a, what);
+                  "image's %s", t->host_offset, i, a, meta_kind_name[m->all[k].kind]);
   }
   return 0;
 }
