@@ -13,8 +13,9 @@
 #   l1-reftable   L1[0] = cluster 1 | COPIED   (an L2 entry would be stored in the refcount table)
 #   l1-cow        L1[0] = cluster 2            (the table copy would free the refcount block)
 #   l1-shared     L1[1] = L1[0] | COPIED       (two L1 entries name one L2 table)
-# An image whose refcount table names the L1 table's cluster as a refcount block is refused
-# at start-up in one line; a legitimate image with internal snapshots is served as it is.
+# The same for an L2 entry naming the snapshot table or a snapshot's L1 table. An image whose
+# refcount table names the L1 table's cluster as a refcount block is refused at start-up in
+# one line; a legitimate image with internal snapshots is served as it is.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"
 
@@ -75,6 +76,33 @@ for case in l2-reftable l2-cow l2-self l1-l1 l1-reftable l1-cow l1-shared; do
   assert_eq "$(sha256sum <"$img")" "$before" "$case: the file's bytes"
   assert_eq "$(grep -c "overlaps the image's" "$DG_LOG")" 1 "$case: log lines: $(cat "$DG_LOG")"
   assert_eq "$(grep -c "^diskgate: error: " "$DG_LOG")" 1 "$case: error lines: $(cat "$DG_LOG")"
+done
+
+# After `qemu-img snapshot -c`: L2[0] names the snapshot table, or the snapshot's L1 table
+# (the L2 table is shared with the snapshot: a write would copy it first).
+for what in "snapshot table" "L1 table of a snapshot"; do
+  img=$T/snap-hostile.qcow2
+  make_image "$img"
+  qemu-img snapshot -c s1 "$img"
+  python3 -c 'import struct, sys
+f = open(sys.argv[1], "r+b")
+d = f.read()
+be = lambda at: struct.unpack(">Q", d[at:at + 8])[0]
+snap = be(64)
+f.seek(be(be(40)) & 0xfffffffffffe00)
+f.write(struct.pack(">Q", (snap if sys.argv[2] == "snapshot table" else be(snap)) | 1 << 63))
+' "$img" "$what"
+  before=$(sha256sum <"$img")
+  dg_start "$img"
+  out=$(io "$DG_UNIX" "read 0 4k")
+  [[ "$out" == *"Input/output error"* ]] || fail "$what: the read was served: $out"
+  out=$(io "$DG_UNIX" "write -P 9 512 512")
+  [[ "$out" == *"Input/output error"* ]] || fail "$what: the write was not refused: $out"
+  out=$(io "$DG_UNIX" "read -P 7 $CS 4k")
+  [[ "$out" == *"read 4096/4096"* ]] || fail "$what: guest cluster 1 no longer reads: $out"
+  dg_stop
+  assert_eq "$(sha256sum <"$img")" "$before" "$what: the file's bytes"
+  assert_eq "$(grep -c "overlaps the image's $what:" "$DG_LOG")" 1 "$what: $(cat "$DG_LOG")"
 done
 
 # A refcount block in the L1 table's cluster: refused at start-up, one line, status 2.

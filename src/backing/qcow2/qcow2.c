@@ -305,6 +305,9 @@ static int node_open_tables(struct qcow2 *q, const struct qcow2_open_args *args)
   }
   if (rc == 0) {
     rc = qcow2_overlap_open(q, args->why, args->why_size);
+    if (rc < 0 && rc != -ENOMEM && rc != -EINVAL) {
+      open_refuse(args, rc, "reading the snapshot table");
+    }
   }
   if (rc == 0) {
     rc = qcow2_cache_init(q, args->l2_cache_size);
