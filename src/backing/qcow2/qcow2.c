@@ -269,6 +269,7 @@ static void note_set(struct qcow2 *q, const struct qcow2_open_args *args)
 static void node_free(struct qcow2 *q)
 {
   qcow2_refcount_close(q);
+  qcow2_overlap_close(q);
   if (q->cache.buckets != NULL) {
     qcow2_cache_destroy(q);
   }
@@ -279,7 +280,7 @@ static void node_free(struct qcow2 *q)
   free(q);
 }
 
-/* The steps after the header: backing chain, L1, refcounts, cache. */
+/* The steps after the header: backing chain, L1, refcounts, the metadata map, cache. */
 static int node_open_tables(struct qcow2 *q, const struct qcow2_open_args *args)
 {
   int rc;
@@ -301,6 +302,9 @@ static int node_open_tables(struct qcow2 *q, const struct qcow2_open_args *args)
     if (rc < 0 && rc != -ENOMEM) {
       open_refuse(args, rc, "the refcount table");
     }
+  }
+  if (rc == 0) {
+    rc = qcow2_overlap_open(q, args->why, args->why_size);
   }
   if (rc == 0) {
     rc = qcow2_cache_init(q, args->l2_cache_size);
