@@ -179,7 +179,7 @@ struct qcow2 {
   bool meta_corrupt;            /* a metadata entry broke the spec: writes refused [lock] */
   struct qcow2_refblock_cache *refblocks; /* recently used refcount blocks, qcow2_refcount.c
                                              [lock] */
-  struct qcow2_write_state *wstate; /* writes in flight, qcow2_write.c [lock] */
+  struct qcow2_write_state *wstate; /* writes in flight, qcow2_inflight.c [lock] */
   struct qcow2_meta_map *meta;  /* the metadata clusters at open, qcow2_overlap.c; read-only
                                    after open */
 };
@@ -358,8 +358,19 @@ int qcow2_discard(struct qcow2 *q, struct backing_op *op);      /* TRIM */
 int qcow2_write_zeroes(struct qcow2 *q, struct backing_op *op); /* WRITE_ZEROES */
 int qcow2_block_status(struct qcow2 *q, struct backing_op *op);
 
-/* Frees what qcow2_write.c keeps between ops (no op may be in flight). Close only
- * (qcow2_refcount_close calls it). */
+/* ---- writes in flight (qcow2_inflight.c) ------------------------------------------------ */
+
+/* Waits until no op is in flight over guest bytes [start, end), then marks them in flight
+ * (qcow2_write.c drops the lock while writing their data). Returns 0 or -ENOMEM. Lock held
+ * (dropped while waiting); worker. */
+int qcow2_inflight_enter(struct qcow2 *q, uint64_t start, uint64_t end);
+
+/* Ends the in-flight mark [start, end) qcow2_inflight_enter set and wakes the ops waiting.
+ * Lock held. */
+void qcow2_inflight_leave(struct qcow2 *q, uint64_t start, uint64_t end);
+
+/* Frees the in-flight state (no op may be in flight). Close only (qcow2_refcount_close
+ * calls it). */
 void qcow2_write_close(struct qcow2 *q);
 
 /* Writes dirty metadata in the crash-consistent order above (sync, L2 tables, sync, L1,
