@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # qcow2 images diskgate must not serve as they are (QEMU's docs/interop/qcow2.txt): each
 # refusal at start-up is exactly one line naming the reason, exit status 2 (a dirty image,
-# encryption, a backing file without a recorded format, an L1 table past the end, a loop);
+# encryption, a backing file without a recorded format, an L1 table or a refcount block
+# past the end, a loop);
 # a chain of 1000 images is refused as too deep in well under 3 s; an image with the
 # corrupt bit is served read-only (the client sees NBD_FLAG_READ_ONLY, its writes fail);
 # an L2 or L1 entry pointing past the end of the file (or a compressed descriptor, or an
@@ -37,6 +38,12 @@ refused "$T/crypt.qcow2" "does not serve: encryption (crypt_method 2)"
 qemu-img create -q -f qcow2 "$T/l1.qcow2" 1M
 poke "$T/l1.qcow2" 40 0000010000000000
 refused "$T/l1.qcow2" "not a valid qcow2 image (malformed header or tables): l1_table_offset"
+
+# A refcount table entry past the end of the file: one line naming the entry.
+qemu-img create -q -f qcow2 "$T/reft.qcow2" 1M
+reftable=$(python3 -c 'import struct, sys; print(struct.unpack(">Q", open(sys.argv[1], "rb").read()[48:56])[0])' "$T/reft.qcow2")
+poke "$T/reft.qcow2" "$reftable" 0000010000000000
+refused "$T/reft.qcow2" "malformed header or tables): refcount table entry 0 (0x10000000000)"
 
 qemu-img create -q -f qcow2 "$T/bits.qcow2" 1M
 poke "$T/bits.qcow2" 20 0000001e

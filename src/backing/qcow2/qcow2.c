@@ -298,9 +298,9 @@ static int node_open_tables(struct qcow2 *q, const struct qcow2_open_args *args)
   }
   rc = l1_read(q, args);
   if (rc == 0) {
-    rc = qcow2_refcount_open(q);
-    if (rc < 0 && rc != -ENOMEM) {
-      open_refuse(args, rc, "the refcount table");
+    rc = qcow2_refcount_open(q, args->why, args->why_size);
+    if (rc < 0 && rc != -ENOMEM && rc != -EINVAL) {
+      open_refuse(args, rc, "reading the refcount table");
     }
   }
   if (rc == 0) {

@@ -306,8 +306,9 @@ int qcow2_decompress(const struct qcow2 *q, const void *in, size_t in_len, void 
 /* ---- refcounts and allocation (qcow2_refcount.c) ----------------------------------------- */
 
 /* Reads the refcount table; sets q->alloc_end past every cluster the file holds. Returns
- * 0 or -errno (-EINVAL: a table entry outside the file). Open only. */
-int qcow2_refcount_open(struct qcow2 *q);
+ * 0 or -errno (-EINVAL: a table entry outside the file, named in why[0..why_size), which
+ * may be NULL; nothing is logged: the caller's refusal is the one line). Open only. */
+int qcow2_refcount_open(struct qcow2 *q, char *why, size_t why_size);
 
 /* The refcount of the host cluster holding `host_offset`. Returns 0 and *out or -errno.
  * Lock held; worker. */

@@ -13,6 +13,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -281,7 +282,7 @@ static int rc_block_used_end(struct qcow2 *q, uint64_t ri, uint64_t block, uint6
 
 /* Reads the table (entries big-endian on disk) and checks each entry: cluster aligned,
  * reserved bits clear, inside the file. */
-static int rc_table_read(struct qcow2 *q, uint64_t file_size)
+static int rc_table_read(struct qcow2 *q, uint64_t file_size, char *why, size_t why_size)
 {
   uint64_t bytes = (uint64_t)q->h.refcount_table_clusters * q->cluster_size;
   uint8_t *raw;
@@ -299,8 +300,10 @@ static int rc_table_read(struct qcow2 *q, uint64_t file_size)
     uint64_t e = bytes_get_be64(raw + i * 8);
     if (e != 0 && ((e & (q->cluster_size - 1)) != 0 || e >= file_size ||
                    q->cluster_size > file_size - e)) {
-      log_error("qcow2: refcount table entry %llu (0x%llx) is not a cluster inside the "
-                "image", (unsigned long long)i, (unsigned long long)e);
+      if (why != NULL && why_size > 0) {
+        snprintf(why, why_size, "refcount table entry %llu (0x%llx) is not a cluster inside "
+                 "the image", (unsigned long long)i, (unsigned long long)e);
+      }
       rc = -EINVAL;
     }
     q->reftable[i] = e;
@@ -309,7 +312,7 @@ static int rc_table_read(struct qcow2 *q, uint64_t file_size)
   return rc;
 }
 
-int qcow2_refcount_open(struct qcow2 *q)
+int qcow2_refcount_open(struct qcow2 *q, char *why, size_t why_size)
 {
   uint64_t file_size = q->file->geo.size;
   uint64_t end_clusters;
@@ -317,7 +320,7 @@ int qcow2_refcount_open(struct qcow2 *q)
 
   q->refcount_bits = 1u << q->h.refcount_order;
   q->refblock_entries = q->cluster_size * 8 / q->refcount_bits;
-  rc = rc_table_read(q, file_size);
+  rc = rc_table_read(q, file_size, why, why_size);
   if (rc < 0) {
     return rc;
   }
