@@ -6,7 +6,8 @@
 # finds no error and no leak in diskgate's. Images: fresh v3 with 64 KiB and 512 B
 # clusters, v2 (compat=0.10), extended L2 entries (alone and over a backing file), an
 # overlay (whose base must not change), compressed clusters overwritten, and an image with
-# an internal snapshot (whose data must not change). TRIM and WRITE_ZEROES semantics are
+# an internal snapshot (whose data must not change), a last cluster only partly in the
+# file. TRIM and WRITE_ZEROES semantics are
 # checked by reading back: zeroes without a backing file; with one, a trimmed or zeroed
 # cluster must not show the backing file's bytes.
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -64,6 +65,16 @@ for spec in "cluster_size=65536" "cluster_size=512" "cluster_size=512,refcount_b
   qemu-img create -q -f qcow2 -o "$spec" "$T/img.qcow2" 8M
   run_ops "$T/img.qcow2" "fresh image ($spec)"
 done
+
+# The last cluster partly in the file (QEMU writes only the subclusters it needs, so the
+# file ends inside the cluster): writes into its tail grow the file; the entry is valid.
+qemu-img create -q -f qcow2 -o cluster_size=2097152,extended_l2=on "$T/tail.qcow2" 8M
+qemu-io -f qcow2 -c 'write -P 0x21 6291456 65536' "$T/tail.qcow2" >/dev/null
+[ $(($(stat -c %s "$T/tail.qcow2") % 2097152)) -ne 0 ] || fail "the tail image ends on a cluster"
+saved=("${OPS[@]}")
+OPS=('write -P 0x22 7340033 1' 'write -z 6400000 70000' 'write -P 0x23 8380416 8192' "${saved[@]}")
+run_ops "$T/tail.qcow2" "last cluster partly in the file"
+OPS=("${saved[@]}")
 
 # A trimmed or zeroed range reads as zeroes without a backing file.
 qemu-img create -q -f qcow2 "$T/img.qcow2" 8M

@@ -110,9 +110,10 @@ static int wr_decode(struct qcow2 *q, const uint64_t *e, uint64_t guest,
     return 0;
   }
   o->off = o->word & QCOW2_L2E_OFFSET_MASK;
-  if (o->off % q->cluster_size != 0 ||
-      (o->off != 0 && (o->off >= q->file->geo.size ||
-                       q->cluster_size > q->file->geo.size - o->off))) {
+  /* The image's last cluster may end past the end of the file (QEMU writes only the
+   * subclusters, or the bytes, it needs): a cluster that starts inside the file is valid,
+   * and a write into its tail grows the file by less than one cluster. */
+  if (o->off % q->cluster_size != 0 || (o->off != 0 && o->off >= q->file->geo.size)) {
     return wr_corrupt(q, guest, "points outside the image");
   }
   if (q->extended_l2) {
@@ -446,6 +447,11 @@ static int wr_batch_commit(struct qcow2 *q, struct qcow2_l2_table *t, struct wr_
   int rc = 0;
 
   if (bt->nio > 0) {
+    for (size_t i = 0; i < bt->nio; i++) {
+      if (bt->io[i].host + bt->io[i].len > q->file->geo.size) {
+        q->file->geo.size = bt->io[i].host + bt->io[i].len; /* the write grows the file */
+      }
+    }
     pthread_mutex_unlock(&q->lock);
     for (size_t i = 0; rc == 0 && i < bt->nio; i++) {
       rc = format_pwrite(q->file, bt->io[i].data, bt->io[i].len, bt->io[i].host);
