@@ -23,90 +23,75 @@
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"
 
+truncate -s 16M "$T/a.img"
 printf 'alice:%s\n' "$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$T/psk.keys"
+port=$(free_port)
 top=40
-# limits HOW: the limits 3 to $top for command line HOW; writes "FAILED SERVED" (how many
-# starts exited 1, how many served) to $T/HOW.counts. Its files are $T/HOW.*: the four
-# command lines are tested at once (dg_spawn), each with its own image, socket and files.
-limits() {
-  local how=$1 args uri failed served_at n pid size rc served=0 port
-  local sock=$T/$how.sock img=$T/$how.img out=$T/$how.out err=$T/$how.err
-  local stale=$T/$how.stale.pid
-  truncate -s 16M "$img"
-  port=$(free_port)
+total_failed=0
+total_served=0
+# Four command lines: a Unix socket; a TCP listener on a host name (resolving it opens
+# /etc/hosts: glibc said "no such host" when it could not); a stale pid file to replace;
+# TLS with a PSK file (read again in each handshake).
+for how in socket name pidfile psk; do
   case $how in
-    socket) args=(--socket "$sock") uri="nbd+unix:///?socket=$sock" ;;
+    socket) args=(--socket "$T/s.sock") uri="nbd+unix:///?socket=$T/s.sock" ;;
     name) args=(--listen "localhost:$port") uri="nbd://localhost:$port" ;;
-    pidfile) args=(--socket "$sock" --pid-file "$stale") uri="nbd+unix:///?socket=$sock" ;;
-    psk) args=(--socket "$sock" --tls-psk "$T/psk.keys")
-      uri="nbds+unix://alice@/?socket=$sock&tls-psk-file=$T/psk.keys" ;;
+    pidfile) args=(--socket "$T/s.sock" --pid-file "$T/stale.pid") uri="nbd+unix:///?socket=$T/s.sock" ;;
+    psk) args=(--socket "$T/s.sock" --tls-psk "$T/psk.keys")
+      uri="nbds+unix://alice@/?socket=$T/s.sock&tls-psk-file=$T/psk.keys" ;;
   esac
   failed=0
   served_at=
   for n in $(seq 3 "$top"); do
-    echo 999999 >"$stale" # an existing pid file is read before it is replaced
-    rm -f "$out" "$err"
+    echo 999999 >"$T/stale.pid" # an existing pid file is read before it is replaced
+    rm -f "$T/out" "$T/err"
     sh -c 'ulimit -n "$1"; shift; exec "$@"' sh "$n" "$DISKGATE" serve \
-      --engine "${DG_ENGINE:-uring}" --threads 2 "${args[@]}" "$img" >"$out" 2>"$err" &
+      --engine "${DG_ENGINE:-uring}" --threads 2 "${args[@]}" "$T/a.img" >"$T/out" 2>"$T/err" &
     pid=$!
     DG_PIDS+=("$pid")
     # it prints its URI once it serves, or exits
     wait_until 10 sh -c 'grep -q "listening on" "$1" || ! kill -0 "$2" 2>/dev/null' sh \
-      "$out" "$pid" || fail "$how, ulimit -n $n: neither served nor exited in 10 s"
-    if grep -q "listening on" "$out"; then
+      "$T/out" "$pid" || fail "$how, ulimit -n $n: neither served nor exited in 10 s"
+    if grep -q "listening on" "$T/out"; then
       size=$(timeout 10 nbdinfo --size "$uri" 2>&1) ||
-        fail "$how, ulimit -n $n: printed its URI but no client could connect: $size; $(cat "$err")"
+        fail "$how, ulimit -n $n: printed its URI but no client could connect: $size; $(cat "$T/err")"
       assert_eq "$size" 16777216 "$how, ulimit -n $n: the size nbdinfo read"
       if [ "$how" = pidfile ]; then
-        assert_eq "$(cat "$stale")" "$pid" "$how, ulimit -n $n: the pid file"
+        assert_eq "$(cat "$T/stale.pid")" "$pid" "$how, ulimit -n $n: the pid file"
       fi
-      if [ "$n" = "$top" ] && grep -q 'more files\? can be opened' "$err"; then
-        fail "$how, ulimit -n $n: left out an extra: $(cat "$err")"
+      if [ "$n" = "$top" ] && grep -q 'more files\? can be opened' "$T/err"; then
+        fail "$how, ulimit -n $n: left out an extra: $(cat "$T/err")"
       fi
       rc=0
       interrupt_within 10 "$pid" "$how, ulimit -n $n"
       assert_eq "$rc" 0 "$how, ulimit -n $n: the exit status after SIGINT"
       served_at=${served_at:-$n}
-      served=$((served + 1))
+      total_served=$((total_served + 1))
       continue
     fi
     rc=0
     wait "$pid" || rc=$?
     # too few for the dynamic loader itself: diskgate never ran
-    [ "$rc" = 127 ] && grep -q 'error while loading shared libraries' "$err" && continue
+    [ "$rc" = 127 ] && grep -q 'error while loading shared libraries' "$T/err" && continue
     [ -z "$served_at" ] ||
-      fail "$how, ulimit -n $n: exit $rc where ulimit -n $served_at served: $(cat "$err")"
-    grep -q 'Too many open files' "$err" ||
-      fail "$how, ulimit -n $n: exit $rc, not for want of files: $(head -c 400 "$err")"
-    [ "$rc" = 1 ] || fail "$how, ulimit -n $n: exit $rc, want 1: $(cat "$err")"
-    [ "$(grep -c '^diskgate serve: ' "$err")" = 1 ] ||
-      fail "$how, ulimit -n $n: want one error line: $(cat "$err")"
-    [ "$(wc -l <"$err")" = 1 ] ||
-      fail "$how, ulimit -n $n: want nothing but the error line: $(cat "$err")"
-    grep -q "the open-files limit, ulimit -Hn, is $n)" "$err" ||
-      fail "$how, ulimit -n $n: the line does not name the limit: $(cat "$err")"
-    [ -s "$out" ] && fail "$how, ulimit -n $n: printed on stdout: $(cat "$out")"
-    [ -e "$sock" ] && fail "$how, ulimit -n $n: the socket file was left behind"
-    echo "$how, ulimit -n $n: $(grep '^diskgate serve: ' "$err")"
+      fail "$how, ulimit -n $n: exit $rc where ulimit -n $served_at served: $(cat "$T/err")"
+    grep -q 'Too many open files' "$T/err" ||
+      fail "$how, ulimit -n $n: exit $rc, not for want of files: $(head -c 400 "$T/err")"
+    [ "$rc" = 1 ] || fail "$how, ulimit -n $n: exit $rc, want 1: $(cat "$T/err")"
+    [ "$(grep -c '^diskgate serve: ' "$T/err")" = 1 ] ||
+      fail "$how, ulimit -n $n: want one error line: $(cat "$T/err")"
+    [ "$(wc -l <"$T/err")" = 1 ] ||
+      fail "$how, ulimit -n $n: want nothing but the error line: $(cat "$T/err")"
+    grep -q "the open-files limit, ulimit -Hn, is $n)" "$T/err" ||
+      fail "$how, ulimit -n $n: the line does not name the limit: $(cat "$T/err")"
+    [ -s "$T/out" ] && fail "$how, ulimit -n $n: printed on stdout: $(cat "$T/out")"
+    [ -e "$T/s.sock" ] && fail "$how, ulimit -n $n: the socket file was left behind"
+    echo "$how, ulimit -n $n: $(grep '^diskgate serve: ' "$T/err")"
     failed=$((failed + 1))
   done
   [ "$failed" -ge 1 ] || fail "$how: no limit from 3 to $top stopped the start"
   [ -n "$served_at" ] || fail "$how: no limit from 3 to $top served"
   echo "$how: served a client from ulimit -n $served_at up"
-  echo "$failed $served" >"$T/$how.counts"
-}
-# Four command lines: a Unix socket; a TCP listener on a host name (resolving it opens
-# /etc/hosts: glibc said "no such host" when it could not); a stale pid file to replace;
-# TLS with a PSK file (read again in each handshake).
-for how in socket name pidfile psk; do
-  dg_spawn "$how" limits "$how"
-done
-dg_join
-total_failed=0
-total_served=0
-for how in socket name pidfile psk; do
-  read -r failed served <"$T/$how.counts"
   total_failed=$((total_failed + failed))
-  total_served=$((total_served + served))
 done
 pass "start-up under ulimit -n 3..$top: $total_failed starts exited 1 naming the limit, $total_served served a client, none failed above a limit that served"
