@@ -40,7 +40,8 @@ rbd_cluster_reset() {
   for p in $pools; do cmds+=("osd pool rm $p $p --yes-i-really-really-mean-it"); done
   cmds+=('osd pool create rbd 8 8')
   # one ceph CLI (interactive mode, commands on stdin): one start of its Python for all
-  printf '%s\n' "${cmds[@]}" | timeout 30 ceph -c "$CEPH_CONF" --connect-timeout 10 >/dev/null ||
+  printf '%s\n' "${cmds[@]}" |
+    timeout 30 ceph -c "$CEPH_CONF" --connect-timeout 10 >"$T/ceph-reset.log" 2>&1 ||
     return 1
   timeout 30 rbd -c "$CEPH_CONF" pool init rbd || return 1
   [ "$(timeout 20 rados -c "$CEPH_CONF" lspools)" = rbd ] &&
