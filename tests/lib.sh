@@ -10,13 +10,26 @@ PY=/usr/bin/python3   # Debian's python, where python3-libnbd lives
 
 T=$(mktemp -d /tmp/dgtest.XXXXXX)
 DG_PIDS=()
+DG_SPAWNS=()
+DG_SPAWN_NAMES=()
 dg_cleanup() {
   local p
+  # jobs of dg_spawn still running (the test failed): each with what it started
+  for p in "${DG_SPAWNS[@]:-}"; do [ -n "$p" ] && dg_kill_tree "$p"; done
   for p in "${DG_PIDS[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
   [ -n "${DG_CLEANUP_EXTRA:-}" ] && eval "$DG_CLEANUP_EXTRA" || true
   rm -rf "$T"
 }
 trap dg_cleanup EXIT
+
+# dg_kill_tree PID: SIGKILLs PID and every descendant of it (stopped first, so that none
+# starts another meanwhile).
+dg_kill_tree() {
+  local c
+  kill -STOP "$1" 2>/dev/null || return 0
+  for c in $(pgrep -P "$1"); do dg_kill_tree "$c"; done
+  kill -KILL "$1" 2>/dev/null || true
+}
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 pass() { echo "ok: $*"; }
@@ -44,6 +57,69 @@ interrupt_within() {
   rc=0
   wait "$pid" || rc=$?
   [ $(($(date +%s) - t0)) -le "$limit" ] || fail "$what took more than $limit s to stop after SIGINT"
+}
+
+# watchdog_start SECONDS PID: in the background, SIGKILLs PID (a process of this test) unless
+# watchdog_stop comes first within SECONDS. Sets WATCHDOG_PID. The watchdog holds none of the
+# test's descriptors (its stdin, stdout and stderr are /dev/null), so a test that ends
+# before it does is not kept waiting by meson, which reads the test's output until every
+# holder of it has closed it.
+watchdog_start() {
+  local secs=$1 target=$2
+  (
+    nap=
+    trap '[ -n "$nap" ] && kill "$nap" 2>/dev/null; exit 0' TERM
+    sleep "$secs" &
+    nap=$!
+    wait "$nap" && kill -KILL "$target" 2>/dev/null
+  ) </dev/null >/dev/null 2>&1 &
+  WATCHDOG_PID=$!
+  DG_PIDS+=("$WATCHDOG_PID")
+}
+
+# watchdog_stop: ends the watchdog of watchdog_start (and its timer) and waits for it; the
+# process it watched is left alone.
+watchdog_stop() {
+  kill -TERM "$WATCHDOG_PID" 2>/dev/null || true
+  wait "$WATCHDOG_PID" 2>/dev/null || true
+}
+
+# dg_spawn NAME CMD [ARGS...]: runs CMD ARGS (a function of the test, typically one engine's
+# run of a scenario) in a background subshell, its stdout and stderr to $T/spawn.NAME.out,
+# while the test goes on; dg_join waits for it. For scenarios bound by sleeps and timeouts,
+# not by CPU (the machine may have 2 cores). What CMD starts with dg_start is its own: the
+# subshell kills it when it exits, and dg_cleanup kills a job still running with all it
+# started. Jobs share $T: each must name its own files (dg_start's names are unique per
+# subshell).
+dg_spawn() {
+  local name=$1
+  shift
+  [ ! -e "$T/spawn.$name.out" ] || fail "dg_spawn: a job named $name exists already"
+  (
+    DG_PIDS=()
+    DG_SPAWNS=()
+    trap 'for p in "${DG_PIDS[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done' EXIT
+    "$@"
+  ) </dev/null >"$T/spawn.$name.out" 2>&1 &
+  DG_SPAWNS+=("$!")
+  DG_SPAWN_NAMES+=("$name")
+}
+
+# dg_join: waits for every job of dg_spawn, in the order they were spawned, and prints
+# each one's output under a "== NAME" line; fails naming the jobs that exited non-zero
+# (after printing all of them).
+dg_join() {
+  local i rc bad=""
+  for i in "${!DG_SPAWNS[@]}"; do
+    rc=0
+    wait "${DG_SPAWNS[$i]}" || rc=$?
+    echo "== ${DG_SPAWN_NAMES[$i]} (exit $rc)"
+    cat "$T/spawn.${DG_SPAWN_NAMES[$i]}.out"
+    [ "$rc" -eq 0 ] || bad="$bad ${DG_SPAWN_NAMES[$i]}"
+  done
+  DG_SPAWNS=()
+  DG_SPAWN_NAMES=()
+  [ -z "$bad" ] || fail "failed:$bad (output above)"
 }
 
 free_port() {

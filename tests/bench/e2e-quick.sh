@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# tests/bench/e2e-quick.sh: `diskgate bench --profile quick` end to end, with 2-second runs on a
+# tests/bench/e2e-quick.sh: `diskgate bench --profile quick` end to end, with 1-second runs on a
 # small file and no --dir: the three outputs exist, the report opens with the best row per
 # column beside serve's default rows (flagged) and the one-run note, the Markdown table has one
 # row per configuration and one column per workload (named with its unit), every number in it
@@ -11,7 +11,7 @@ source "$SRCDIR/tests/lib.sh"
 out=$T/out
 rc=0
 mkdir "$T/cwd"
-(cd "$T/cwd" && "$DISKGATE" bench --profile quick --runtime 2 --size 64M --out "$out" \
+(cd "$T/cwd" && "$DISKGATE" bench --profile quick --runtime 1 --size 64M --out "$out" \
   >"$T/stdout" 2>"$T/stderr") || rc=$?
 if [ "$rc" -ne 0 ]; then
   cat "$T/stderr" >&2

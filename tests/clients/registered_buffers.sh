@@ -33,7 +33,7 @@ for cache in direct writeback; do
   truncate -s 96M "$T/disk.img"
   dg_start --engine uring --cache "$cache" "$T/disk.img"
   assert_eq "$(vmpin_kib)" 0 "VmPin before any client ($cache)"
-  run_fio load "$DG_UNIX" --rw=randread --bs=4k --iodepth=32 --size=32M --runtime=4 \
+  run_fio load "$DG_UNIX" --rw=randread --bs=4k --iodepth=32 --size=32M --runtime=2 \
     --time_based &
   fio_pid=$!
   wait_vmpin -gt 0 || fail "no buffer registered while a client reads ($cache)"

@@ -10,10 +10,9 @@ check() {
   sleep 1
   start=$(date +%s)
   kill -TERM "$DG_PID"
-  ( sleep 30; kill -KILL "$DG_PID" 2>/dev/null ) &
-  watchdog=$!
+  watchdog_start 30 "$DG_PID"
   rc=0; wait "$DG_PID" || rc=$?
-  kill "$watchdog" 2>/dev/null || true
+  watchdog_stop
   took=$(( $(date +%s) - start ))
   assert_eq "$rc" 0 "exit status after SIGTERM following cut writes ($1)"
   [ "$took" -le 3 ] || fail "SIGTERM took $took s after cut writes ($1): a connection never ended"

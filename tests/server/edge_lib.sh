@@ -15,6 +15,24 @@ edge_each_engine() {
   done
 }
 
+# edge_engines_at_once SIZE FUNC: edge_each_engine with the two engines' runs at once
+# (dg_spawn), each on its own image; for a FUNC that mostly waits (sleeps, timeouts), not
+# one that measures time under load.
+edge_engines_at_once() {
+  local size=$1 func=$2 engine
+  for engine in uring threads; do
+    dg_spawn "$engine" edge_engine_run "$size" "$func" "$engine"
+  done
+  dg_join
+}
+
+# edge_engine_run SIZE FUNC ENGINE: one job of edge_engines_at_once.
+edge_engine_run() {
+  rm -f "$T/edge.$3.img"; truncate -s "$1" "$T/edge.$3.img"
+  DG_ENGINE=$3 dg_start "$T/edge.$3.img"
+  "$2" "$3"
+}
+
 # edge_check_engines CHECK [ARGS...]: on a 1 MiB image and each engine, runs
 # `edge_clients.py CHECK SOCKET ARGS...` (an argument LOG stands for the server's log) and
 # fails naming the check and the engine.

@@ -5,16 +5,17 @@
 # signal, and a READ sent on an idle one, get no reply at all (neither NBD_ESHUTDOWN nor
 # data: a reconnecting client re-sends them) and the late WRITE is not written; the server
 # exits 0 once the reply is out. Each engine once, one over the Unix socket, one over TCP
-# (each run takes the 8 s).
+# (each run takes the 8 s; the two run at once, each with its own image and control socket).
 . "$SRCDIR/tests/lib.sh"
 export PYTHONDONTWRITEBYTECODE=1
-export DISKGATE_TEST_FAULTS=$T/ctl
 
-for run in uring:unix threads:tcp; do
-  engine=${run%:*} via=${run#*:}
+# run ENGINE VIA: the scenario against a server of ENGINE, the client over VIA (unix|tcp).
+run() {
+  local engine=$1 via=$2 rc disk=$T/disk.$1.img
+  export DISKGATE_TEST_FAULTS=$T/ctl.$engine
   {
-    rm -f "$T/disk.img"; truncate -s 1M "$T/disk.img"
-    DG_ENGINE=$engine dg_start "faulty:$T/disk.img"
+    rm -f "$disk"; truncate -s 1M "$disk"
+    DG_ENGINE=$engine dg_start "faulty:$disk"
     PYTHONPATH=$SRCDIR/tests/durability:$SRCDIR/tests/lib $PY - "$DG_SOCK" "$DG_PORT" "$via" \
       "$DG_PID" "$DISKGATE_TEST_FAULTS" <<'PY' || fail "requests at SIGTERM ($engine, $via)"
 import os, signal, sys, time
@@ -57,13 +58,16 @@ print(f"the WRITE held 8 s was answered {took:.1f} s after SIGTERM; the late req
 PY
     rc=0; wait "$DG_PID" || rc=$?
     assert_eq "$rc" 0 "exit status after SIGTERM ($engine, $via)"
-    cmp <(head -c 4096 "$T/disk.img") <(head -c 4096 /dev/zero | tr '\0' A) ||
+    cmp <(head -c 4096 "$disk") <(head -c 4096 /dev/zero | tr '\0' A) ||
       fail "the WRITE in flight at SIGTERM is not on disk ($engine, $via)"
-    cmp <(dd if="$T/disk.img" bs=64K skip=1 count=1 status=none | head -c 4096) \
+    cmp <(dd if="$disk" bs=64K skip=1 count=1 status=none | head -c 4096) \
       <(head -c 4096 /dev/zero) || fail "the WRITE sent after SIGTERM was written ($engine, $via)"
     if grep -q "replies not read\|refused with NBD error" "$DG_LOG"; then
       cat "$DG_LOG" >&2; fail "a reply dropped or a request refused at shutdown ($engine, $via)"
     fi
   }
-done
+}
+dg_spawn uring-unix run uring unix
+dg_spawn threads-tcp run threads tcp
+dg_join
 pass "SIGTERM: a WRITE held 8 s is answered, later requests get no reply (both engines)"
