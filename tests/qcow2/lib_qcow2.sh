@@ -12,9 +12,11 @@
 #   q2_stop         SIGTERM, wait; diskgate must exit 0.
 #   q2_kill9        SIGKILL, wait.
 #   q2_launch [-r] [-f FORMAT] IMAGE
-#       starts the server on a possibly hostile image without failing: sets Q2_STATE to
-#       "serving" (Q2_PID, Q2_SOCK, Q2_URI set) or "refused" (Q2_RC = exit status,
-#       Q2_ERR = the file holding its stderr). Waits at most Q2_LAUNCH_WAIT s (default 10).
+#       starts the server on a possibly hostile image without failing, under /usr/bin/time
+#       (Q2_PID is time's; Q2_RSSF gets the server's peak RSS in KiB once it exited): sets
+#       Q2_STATE to "serving" (Q2_SPID = the server's pid, Q2_SOCK, Q2_URI set), "refused"
+#       (Q2_RC = exit status, Q2_ERR = the file holding its stderr) or "hung" (neither
+#       within Q2_LAUNCH_WAIT s, default 10). Stop a served one with q2_stop.
 #   q2_hwm_kib PID  the process's peak resident set (VmHWM), KiB.
 #   q2_check IMAGE [ALLOW_LEAKS]   qemu-img check: exit 0, or 3 (leaks only) when ALLOW_LEAKS
 #       is 1; fails with the check's output otherwise.
@@ -58,18 +60,20 @@ q2_spawn() {
   Q2_LOG=$T/q2.$BASHPID.$Q2_N.log
   Q2_ERR=$T/q2.$BASHPID.$Q2_N.err
   Q2_PIDF=$T/q2.$BASHPID.$Q2_N.pid
+  Q2_RSSF=$T/q2.$BASHPID.$Q2_N.rss
+  : >"$Q2_LOG"
   local ro=()
   if [ "$Q2_SERVER" = diskgate ]; then
     [ "$Q2_RO" = 1 ] && ro=(--read-only)
-    "$DISKGATE" serve --socket "$Q2_SOCK" --pid-file "$Q2_PIDF" --engine "${DG_ENGINE:-uring}" \
+    "${Q2_WRAP[@]}" "$DISKGATE" serve --socket "$Q2_SOCK" --pid-file "$Q2_PIDF" --engine "${DG_ENGINE:-uring}" \
       --format "$Q2_FMT" "${ro[@]}" "${Q2_EXTRA[@]}" "$Q2_IMAGE" \
-      >"$Q2_LOG" 2> >(tee "$Q2_ERR" >>"$Q2_LOG") &
+      >>"$Q2_LOG" 2> >(tee "$Q2_ERR" >>"$Q2_LOG") &
   else
     [ "$Q2_RO" = 1 ] && ro=(-r)
     # -e 8: several connections at once; --discard=unmap: TRIM reaches the image, as
     # qemu-io's default; -A: qemu:allocation-depth, as diskgate offers it.
-    qemu-nbd -f "$Q2_FMT" -t -e 8 -A -k "$Q2_SOCK" --pid-file "$Q2_PIDF" --cache=writeback \
-      --discard=unmap "${ro[@]}" "$Q2_IMAGE" >"$Q2_LOG" 2> >(tee "$Q2_ERR" >>"$Q2_LOG") &
+    "${Q2_WRAP[@]}" qemu-nbd -f "$Q2_FMT" -t -e 8 -A -k "$Q2_SOCK" --pid-file "$Q2_PIDF" --cache=writeback \
+      --discard=unmap "${ro[@]}" "$Q2_IMAGE" >>"$Q2_LOG" 2> >(tee "$Q2_ERR" >>"$Q2_LOG") &
   fi
   Q2_PID=$!
   DG_PIDS+=("$Q2_PID")
@@ -86,6 +90,7 @@ q2_ready() {
 
 q2_start() {
   q2_args_parse "$@"
+  Q2_WRAP=()
   q2_spawn
   local i
   for i in $(seq 1 400); do
@@ -99,11 +104,17 @@ q2_start() {
 
 q2_launch() {
   q2_args_parse "$@"
+  Q2_WRAP=(/usr/bin/time -o "$T/q2.$BASHPID.$((Q2_N + 1)).rss" -f %M)
   q2_spawn
   local end=$(( $(date +%s%N) + ${Q2_LAUNCH_WAIT:-10} * 1000000000 ))
   Q2_STATE="" Q2_RC=""
   while :; do
-    if q2_ready; then Q2_STATE=serving; return 0; fi
+    if q2_ready; then
+      Q2_STATE=serving
+      Q2_SPID=$(cat "$Q2_PIDF")
+      DG_PIDS+=("$Q2_SPID")
+      return 0
+    fi
     if ! kill -0 "$Q2_PID" 2>/dev/null; then
       Q2_RC=0
       wait "$Q2_PID" || Q2_RC=$?
@@ -117,7 +128,7 @@ q2_launch() {
 }
 
 q2_stop() {
-  kill -TERM "$Q2_PID"
+  kill -TERM "$(cat "$Q2_PIDF")"
   local rc=0
   wait "$Q2_PID" || rc=$?
   if [ "$Q2_SERVER" = diskgate ] && [ "$rc" -ne 0 ]; then
@@ -128,7 +139,7 @@ q2_stop() {
 }
 
 q2_kill9() {
-  kill -9 "$Q2_PID" 2>/dev/null || true
+  kill -9 "$(cat "$Q2_PIDF")" 2>/dev/null || true
   wait "$Q2_PID" 2>/dev/null || true
 }
 
