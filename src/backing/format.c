@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -186,6 +187,43 @@ int format_flush(struct backing *b)
   return sync_submit(b, BACKING_OP_FLUSH, NULL, 0, 0);
 }
 
+int format_block_status(struct backing *b, uint64_t offset, uint64_t len,
+                        struct backing_extent *ext, uint32_t max, uint32_t *count)
+{
+  struct sync_wait w = {.done = false, .result = 0};
+  struct backing_op op;
+  int rc;
+
+  *count = 0;
+  pthread_mutex_init(&w.lock, NULL);
+  pthread_cond_init(&w.cond, NULL);
+  memset(&op, 0, sizeof op);
+  op.type = BACKING_OP_BLOCK_STATUS;
+  op.offset = offset;
+  op.length = len;
+  op.buf = ext;
+  op.extent_max = max;
+  op.done = sync_done;
+  op.opaque = &w;
+  rc = backing_submit(b, &op);
+  if (rc == 0) {
+    engine_wait_begin();
+    pthread_mutex_lock(&w.lock);
+    while (!w.done) {
+      pthread_cond_wait(&w.cond, &w.lock);
+    }
+    pthread_mutex_unlock(&w.lock);
+    engine_wait_end();
+    rc = w.result;
+  }
+  pthread_cond_destroy(&w.cond);
+  pthread_mutex_destroy(&w.lock);
+  if (rc == 0) {
+    *count = op.extent_count <= max ? op.extent_count : max;
+  }
+  return rc;
+}
+
 int format_probe(struct backing *child, enum image_format *out)
 {
   uint8_t head[sizeof qcow2_magic];
@@ -224,11 +262,14 @@ enum image_format format_of_node(const struct backing *b)
 
 int format_open_node(struct backing *child, const char *spec, enum image_format fmt,
                      const struct backing_options *opts, unsigned depth, struct backing **out,
-                     bool *probed_raw)
+                     bool *probed_raw, char *why, size_t why_size)
 {
   int rc;
 
   *probed_raw = false;
+  if (why != NULL && why_size > 0) {
+    why[0] = '\0';
+  }
   if (depth >= FORMAT_CHAIN_MAX) {
     return -ELOOP;
   }
@@ -250,25 +291,34 @@ int format_open_node(struct backing *child, const char *spec, enum image_format 
                                  .path = spec,
                                  .depth = depth,
                                  .l2_cache_size = opts->l2_cache_size,
-                                 .opts = opts};
+                                 .opts = opts,
+                                 .why = why,
+                                 .why_size = why_size};
   return backing_qcow2_open(&args, out);
 }
 
 int format_open(const char *spec, enum image_format fmt, const struct backing_options *opts,
-                unsigned depth, struct backing **out, bool *probed_raw)
+                unsigned depth, struct backing **out, bool *probed_raw, char *why,
+                size_t why_size)
 {
   struct backing *child;
   int rc;
 
   *probed_raw = false;
+  if (why != NULL && why_size > 0) {
+    why[0] = '\0';
+  }
   if (depth >= FORMAT_CHAIN_MAX) {
+    if (why != NULL && why_size > 0) {
+      snprintf(why, why_size, "the chain is deeper than %u images", FORMAT_CHAIN_MAX);
+    }
     return -ELOOP;
   }
   rc = backing_open(spec, opts, &child);
   if (rc < 0) {
     return rc;
   }
-  rc = format_open_node(child, spec, fmt, opts, depth, out, probed_raw);
+  rc = format_open_node(child, spec, fmt, opts, depth, out, probed_raw, why, why_size);
   if (rc < 0) {
     backing_close(child);
   }

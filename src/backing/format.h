@@ -58,23 +58,32 @@ int format_pread(struct backing *b, void *buf, uint64_t len, uint64_t offset);
 int format_pwrite(struct backing *b, const void *buf, uint64_t len, uint64_t offset);
 int format_flush(struct backing *b);
 
+/* Synchronous BLOCK_STATUS of [offset, +len) (len > 0, inside b) into ext[0..max): *count
+ * extents, consecutive from offset (they may cover less than len). Returns 0 or -errno
+ * (-ENOTSUP: b does not report extents). Any thread but an event loop's. */
+int format_block_status(struct backing *b, uint64_t offset, uint64_t len,
+                        struct backing_extent *ext, uint32_t max, uint32_t *count);
+
 /* Opens `spec` as `fmt` (AUTO: probe regular files, and faulty: specs over one; block
  * devices and rbd: images are raw unless `fmt` is IMAGE_FORMAT_QCOW2) and returns the top node in *out. `depth` is the number of images above
  * this one in a chain (0 for the export's own image). For qcow2 the backing file named in
  * the header is opened read-only through this same function, relative to the image's folder.
  * *probed_raw is set when AUTO found raw (the caller then refuses header-making writes).
- * Returns 0 or -errno: those of backing_open, -EINVAL (a malformed image, with one log line
- * naming what), -ENOTSUP (a feature this build does not serve, logged), -ELOOP (chain too
- * deep or looping). Main thread. */
+ * Returns 0 or -errno: those of backing_open, -EINVAL (a malformed image), -ENOTSUP (a
+ * feature this build does not serve), -ELOOP (chain too deep or looping); on failure
+ * why[0..why_size) holds one line (no newline) naming the field, feature or file at fault,
+ * or "" when there is nothing to add to the errno; nothing is logged. why may be NULL.
+ * Main thread. */
 /* format_open for an already opened protocol backing `child` (the caller opened `spec`
  * with backing_open, so it can tell that open's errors from the format's): with AUTO,
  * probes `child` when it is a regular file (or a faulty: over one) and takes anything
  * else as raw without reading it. On success *out owns `child`; on failure `child` stays
- * the caller's. Returns 0 or -EINVAL, -ENOTSUP, -EUCLEAN, -ELOOP, -ENOMEM, an I/O -errno
- * (as format_open). Main thread, or export_attach under the export's lock. */
+ * the caller's. Returns 0 or -EINVAL, -ENOTSUP, -EUCLEAN, -ELOOP, -ENOMEM, an I/O -errno,
+ * with why[] filled (as format_open). Main thread, or export_attach under the export's
+ * lock. */
 int format_open_node(struct backing *child, const char *spec, enum image_format fmt,
                      const struct backing_options *opts, unsigned depth, struct backing **out,
-                     bool *probed_raw);
+                     bool *probed_raw, char *why, size_t why_size);
 
 /* True when IMAGE_FORMAT_AUTO reads `spec`'s magic: a regular file, or a faulty: spec
  * over one. Block and character devices and rbd: images are raw unless the command line
@@ -86,6 +95,7 @@ bool format_spec_probed(const char *spec);
 enum image_format format_of_node(const struct backing *b);
 
 int format_open(const char *spec, enum image_format fmt, const struct backing_options *opts,
-                unsigned depth, struct backing **out, bool *probed_raw);
+                unsigned depth, struct backing **out, bool *probed_raw, char *why,
+                size_t why_size);
 
 #endif

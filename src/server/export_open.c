@@ -28,28 +28,35 @@ struct backing_options export_stack_base_options(const struct backing_options *o
   return base;
 }
 
-/* The one line for a format_open_node failure `rc` on a->spec. */
-static void format_refusal(const struct export_stack_args *a, int rc, char *why, size_t size)
+/* The one line for a format_open_node failure `rc` on a->spec; `detail` is the engine's
+ * reason ("" for none). */
+static void format_refusal(const struct export_stack_args *a, int rc, const char *detail,
+                           char *why, size_t size)
 {
+  char shown[LOG_SHOWN_MAX];
+  const char *d = log_escape_str(shown, sizeof shown, detail);
+  const char *open = d[0] != '\0' ? ": " : "";
+
   switch (rc) {
   case -EINVAL:
-    snprintf(why, size, "%s: not a valid qcow2 image (malformed header or tables); refused",
-             a->spec_shown);
+    snprintf(why, size, "%s: not a valid qcow2 image (malformed header or tables)%s%s; refused",
+             a->spec_shown, open, d);
     break;
   case -ENOTSUP:
-    snprintf(why, size, "%s: the qcow2 image uses a feature this diskgate does not serve "
-             "(see the log line before); refused", a->spec_shown);
+    snprintf(why, size, "%s: the qcow2 image uses a feature this diskgate does not serve%s%s; "
+             "refused", a->spec_shown, open, d);
     break;
   case -ELOOP:
-    snprintf(why, size, "%s: its backing chain loops or is deeper than %u images; refused",
-             a->spec_shown, FORMAT_CHAIN_MAX);
+    snprintf(why, size, "%s: its backing chain loops or is deeper than %u images%s%s; refused",
+             a->spec_shown, FORMAT_CHAIN_MAX, open, d);
     break;
   case -EUCLEAN:
-    snprintf(why, size, "%s: the qcow2 image is marked dirty (it was not closed cleanly); "
-             "repair it with `qemu-img check -r all` first", a->spec_shown);
+    snprintf(why, size, "%s: the qcow2 image is marked dirty (it was not closed cleanly)%s%s; "
+             "repair it with `qemu-img check -r all` first", a->spec_shown, open, d);
     break;
   default:
-    snprintf(why, size, "%s: cannot open the image: %s", a->spec_shown, strerror(-rc));
+    snprintf(why, size, "%s: cannot open the image%s%s: %s", a->spec_shown, open, d,
+             strerror(-rc));
     break;
   }
 }
@@ -101,11 +108,12 @@ static int overlay_open(const struct export_stack_args *a, struct backing *base,
                         enum image_format fmt, struct backing **out, char *describe,
                         char *why, size_t size)
 {
-  char path[PATH_MAX], shown[LOG_SHOWN_MAX];
+  char path[PATH_MAX], shown[LOG_SHOWN_MAX], detail[EXPORT_STACK_TEXT_MAX / 2];
   struct backing_options oo = *a->opts;
   struct backing *file;
   int rc;
 
+  detail[0] = '\0';
   oo.read_only = false;
   oo.force_share = false;
   oo.allow_busy = false;
@@ -125,7 +133,9 @@ static int overlay_open(const struct export_stack_args *a, struct backing *base,
                                    .backing_node = base,
                                    .depth = 0,
                                    .l2_cache_size = oo.l2_cache_size,
-                                   .opts = &oo};
+                                   .opts = &oo,
+                                   .why = detail,
+                                   .why_size = sizeof detail};
     rc = backing_qcow2_open(&args, out);
     if (rc < 0) {
       backing_close(file);
@@ -133,7 +143,9 @@ static int overlay_open(const struct export_stack_args *a, struct backing *base,
   }
   unlink(path); /* open or not: nothing stays behind, even after kill -9 */
   if (rc < 0) {
-    snprintf(why, size, "--snapshot: cannot open the overlay %s: %s", shown, strerror(-rc));
+    char d[LOG_SHOWN_MAX];
+    snprintf(why, size, "--snapshot: cannot open the overlay %s: %s%s%s", shown, strerror(-rc),
+             detail[0] != '\0' ? ": " : "", log_escape_str(d, sizeof d, detail));
     backing_close(base);
     return rc;
   }
@@ -148,14 +160,16 @@ int export_stack_open(const struct export_stack_args *a, struct backing *child,
 {
   struct backing_options base_opts = export_stack_base_options(a->opts, a->snapshot);
   struct backing *node;
+  char detail[EXPORT_STACK_TEXT_MAX / 2];
   enum image_format fmt;
   int rc;
 
   describe[0] = '\0';
   why[0] = '\0';
-  rc = format_open_node(child, a->spec, a->format, &base_opts, 0, &node, probed_raw);
+  rc = format_open_node(child, a->spec, a->format, &base_opts, 0, &node, probed_raw, detail,
+                        sizeof detail);
   if (rc < 0) {
-    format_refusal(a, rc, why, size);
+    format_refusal(a, rc, detail, why, size);
     backing_close(child);
     return rc;
   }

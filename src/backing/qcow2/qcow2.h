@@ -26,14 +26,22 @@ struct qcow2_open_args {
   unsigned depth;                /* images above this one (format.h, FORMAT_CHAIN_MAX) */
   uint64_t l2_cache_size;        /* bytes; 0: QCOW2_L2_CACHE_DEFAULT */
   const struct backing_options *opts;
+  char *why;                     /* on failure: one line (no newline) naming the field,
+                                    feature or file at fault; NULL: not wanted */
+  size_t why_size;               /* bytes of why */
 };
 
-/* Validates the header and opens the node. On failure `file` and `backing_node` stay the
- * caller's. Returns 0 and *out, or -EINVAL (malformed: one log line names the field),
- * -ENOTSUP (encryption, an external data file, an unknown incompatible feature bit: logged),
- * -EUCLEAN (the dirty bit is set and the image cannot be repaired here: the log names
- * `qemu-img check -r all`), -ELOOP (backing chain), -ENOMEM, or an I/O -errno.
- * Main thread. */
+/* Validates the header and opens the node: the backing file the header names (only with a
+ * recorded backing format) is opened read-only through format_open at depth + 1, relative
+ * to the folder of `path`, unless `backing_node` is given. An image with the corrupt bit
+ * is opened read-only (base.opts.read_only: the export advertises it; start_note says
+ * why); a writable open clears the autoclear feature bits. On failure `file` and
+ * `backing_node` stay the caller's and why[] names the field, feature or file at fault
+ * (nothing is logged). Returns 0 and *out, or -EINVAL (malformed), -ENOTSUP (encryption, an
+ * external data file, an unknown incompatible feature bit, a backing file without a
+ * recorded format), -EUCLEAN (the dirty bit is set: `qemu-img check -r all` repairs it),
+ * -ELOOP (a backing chain that loops or is deeper than FORMAT_CHAIN_MAX), -ENOMEM, or an
+ * I/O -errno. Main thread. */
 int backing_qcow2_open(const struct qcow2_open_args *args, struct backing **out);
 
 /* Creates an empty qcow2 v3 image of `size` bytes at `path` (O_EXCL: never overwrites),

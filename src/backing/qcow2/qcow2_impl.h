@@ -113,6 +113,8 @@ int qcow2_header_parse(const uint8_t *buf, size_t len, uint64_t file_size,
 /* ---- the node ---------------------------------------------------------------------------- */
 
 struct qcow2_l2_table;
+struct qcow2_refblock_cache;
+struct qcow2_write_state;
 
 struct qcow2_l2_cache {
   struct qcow2_l2_table *head; /* most recently used first [lock] */
@@ -120,6 +122,8 @@ struct qcow2_l2_cache {
   uint32_t count;              /* tables held [lock] */
   uint32_t max;                /* tables the byte bound allows (>= 2) */
   uint32_t dirty;              /* dirty tables held [lock] */
+  struct qcow2_l2_table **buckets; /* hash of host_offset -> table, nbuckets heads [lock] */
+  uint32_t nbuckets;           /* a power of two */
 };
 
 /* One cached L2 table. entries[] are in host byte order: l2_entries uint64_t for standard
@@ -131,6 +135,7 @@ struct qcow2_l2_table {
   bool dirty;                  /* changed since written */
   uint32_t pins;               /* users holding it across an unlock; pinned: never evicted */
   struct qcow2_l2_table *prev, *next;
+  struct qcow2_l2_table *hnext; /* next in its hash bucket */
 };
 
 struct qcow2 {
@@ -138,6 +143,7 @@ struct qcow2 {
   struct backing *file;         /* the image's bytes, owned */
   struct backing *backing_node; /* the backing file's node, owned; NULL: unallocated reads 0 */
   struct engine *engine;        /* opts.engine: workers for ENGINE_CALL */
+  char *name;                   /* the image's path escaped for log lines, owned */
   struct qcow2_header h;
   bool writable;                /* opened for writing (not read_only, not corrupt) */
 
@@ -162,7 +168,17 @@ struct qcow2 {
   size_t deferred_len, deferred_cap; /* entries used/allocated in deferred_free (pairs) */
   struct qcow2_l2_cache cache;  /* [lock] */
   uint64_t fast_inflight;       /* fast-path child ops in flight [lock] */
+  bool meta_corrupt;            /* a metadata entry broke the spec: writes refused [lock] */
+  struct qcow2_refblock_cache *refblocks; /* recently used refcount blocks, qcow2_refcount.c
+                                             [lock] */
+  struct qcow2_write_state *wstate; /* writes in flight, qcow2_write.c [lock] */
 };
+
+/* ---- dispatch (qcow2_submit.c) ---------------------------------------------------------- */
+
+/* The node's submit (backing.h): READ and WRITE over cached, allocated clusters go to the
+ * image file at once; everything else runs on an engine worker. Any thread. */
+int qcow2_submit(struct backing *b, struct backing_op *op);
 
 /* ---- L2 cache (qcow2_cache.c) ---------------------------------------------------------- */
 
@@ -188,6 +204,10 @@ int qcow2_cache_new(struct qcow2 *q, uint64_t l2_offset, struct qcow2_l2_table *
 
 void qcow2_cache_mark_dirty(struct qcow2 *q, struct qcow2_l2_table *t);
 
+/* Marks every table clean without writing it, for the close of a node whose write-back
+ * failed (what was not written is lost, as after a crash). Close only. */
+void qcow2_cache_drop_dirty(struct qcow2 *q);
+
 /* Writes every dirty table (big-endian on disk) and marks it clean. The caller has synced
  * the file first (qcow2_meta_writeback does). Returns 0 or -errno. Lock held; worker. */
 int qcow2_cache_write_dirty(struct qcow2 *q);
@@ -209,6 +229,8 @@ struct qcow2_map {
   bool copied;          /* NORMAL: the L2 entry has COPIED (refcount 1: writable in place) */
   uint64_t l2_entry;    /* the raw L2 entry (COMPRESSED: its descriptor) */
   bool cached_only_miss; /* set by qcow2_map_cached: the L2 table was not cached */
+  bool l2_dirty;        /* the L2 table holding the entry is dirty in the cache (or the L1
+                           entry pointing to it is not yet written): not durable yet */
 };
 
 /* Maps [offset, offset + len) (inside the disk, len > 0) starting at offset: the first run
@@ -243,15 +265,16 @@ int qcow2_refcount_open(struct qcow2 *q);
  * Lock held; worker. */
 int qcow2_refcount_get(struct qcow2 *q, uint64_t host_offset, uint64_t *out);
 
-/* Allocates `n` contiguous new clusters at q->alloc_end, sets their refcounts to 1 and
- * writes the refcount blocks (allocating refcount blocks, and growing the refcount table,
- * as needed, each written and synced before what points to it). The data clusters are not
- * written. Returns 0 and *host_offset, or -ENOSPC, -EIO, -EFBIG (past the 56-bit limit).
+/* Allocates `n` contiguous new clusters at q->alloc_end and sets their refcounts to 1 (in
+ * the cached refcount blocks, written by qcow2_refcount_write_dirty before the sync every
+ * L2 change relies on), allocating refcount blocks and growing the refcount table as
+ * needed, each written and synced before what points to it. The data clusters are not
+ * written: never written before, they read as zeroes. Returns 0 and *host_offset, or -ENOSPC, -EIO, -EFBIG (past the 56-bit limit).
  * Lock held; worker. */
 int qcow2_alloc_clusters(struct qcow2 *q, uint64_t n, uint64_t *host_offset);
 
-/* Adds `delta` (+1/-1) to the refcount of each host cluster in [host_offset, +len) and
- * writes the blocks. Returns 0 or -errno (-EIO on overflow or underflow: corrupt).
+/* Adds `delta` (+1/-1) to the refcount of each host cluster in [host_offset, +len) in the
+ * cached refcount blocks. Returns 0 or -errno (-EIO on overflow or underflow: corrupt).
  * Lock held; worker. */
 int qcow2_refcount_update(struct qcow2 *q, uint64_t host_offset, uint64_t len, int delta);
 
@@ -262,6 +285,18 @@ int qcow2_refcount_free_deferred(struct qcow2 *q, uint64_t host_offset, uint64_t
 /* Runs the queued decrements (the L2 changes are durable); punches the host file for
  * clusters whose refcount reaches 0. Returns 0 or -errno. Lock held; worker. */
 int qcow2_refcount_run_deferred(struct qcow2 *q);
+
+/* Writes the changed bytes of the cached refcount blocks (increments and decrements not
+ * yet in the file; qcow2_meta_writeback calls it before its first sync, and after the
+ * deferred frees). Returns 0 or -errno. Lock held; worker. */
+int qcow2_refcount_write_dirty(struct qcow2 *q);
+
+/* True when cached refcount blocks hold changes not yet written. Lock held. */
+bool qcow2_refcount_dirty(const struct qcow2 *q);
+
+/* Runs one op of `type` (BACKING_OP_TRIM, BACKING_OP_WRITE_ZEROES) on the image file over
+ * host bytes [offset, + len) and waits for it. Returns 0 or -errno. Worker thread. */
+int qcow2_file_op(struct qcow2 *q, enum backing_op_type type, uint64_t offset, uint64_t len);
 
 void qcow2_refcount_close(struct qcow2 *q);
 
@@ -274,6 +309,10 @@ int qcow2_write_slow(struct qcow2 *q, struct backing_op *op);
 int qcow2_discard(struct qcow2 *q, struct backing_op *op);      /* TRIM */
 int qcow2_write_zeroes(struct qcow2 *q, struct backing_op *op); /* WRITE_ZEROES */
 int qcow2_block_status(struct qcow2 *q, struct backing_op *op);
+
+/* Frees what qcow2_write.c keeps between ops (no op may be in flight). Close only
+ * (qcow2_refcount_close calls it). */
+void qcow2_write_close(struct qcow2 *q);
 
 /* Writes dirty metadata in the crash-consistent order above (sync, L2 tables, sync, L1,
  * deferred frees); does not sync at the end. Returns 0 or -errno. Lock held; worker. */

@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: MIT */
+/* qcow2_submit.c: the qcow2 node's dispatch. A READ whose clusters are all mapped by cached
+ * L2 tables to normal clusters (or to zeroes) and a WRITE whose clusters are all normal
+ * with refcount 1 (COPIED) go straight to the image file as child ops, on the caller's
+ * engine, with no worker and one allocation; everything else (a table to read, an
+ * allocation, copy-on-write, compressed or backing data, TRIM, WRITE_ZEROES, FLUSH,
+ * BLOCK_STATUS) runs on an engine worker (ENGINE_CALL) with synchronous child I/O. */
+#include "backing/qcow2/qcow2_impl.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Runs (one per contiguous host range, or zero span) planned on the stack; a more
+ * fragmented op plans into a heap array of one run per cluster or subcluster. */
+#define FAST_RUNS_STACK 64
+
+struct fast_run {
+  uint64_t buf_off; /* bytes into op->buf */
+  uint64_t len;
+  uint64_t host;    /* host offset; UINT64_MAX: reads as zeroes */
+};
+
+/* One fast-path op: its child ops on the image file and their joint result. */
+struct fast_ctx {
+  struct backing_op *parent;
+  struct qcow2 *q;
+  atomic_uint pending; /* child ops not yet done */
+  atomic_int result;   /* the first error, or 0 */
+  uint32_t n;          /* child ops */
+  struct backing_op child[];
+};
+
+static void fast_child_done(struct backing_op *c, int result)
+{
+  struct fast_ctx *ctx = c->opaque;
+
+  if (result < 0) {
+    int expected = 0;
+    atomic_compare_exchange_strong(&ctx->result, &expected, result);
+  }
+  if (atomic_fetch_sub(&ctx->pending, 1) == 1) {
+    struct backing_op *op = ctx->parent;
+    struct qcow2 *q = ctx->q;
+    int rc = atomic_load(&ctx->result);
+    pthread_mutex_lock(&q->lock);
+    q->fast_inflight -= ctx->n;
+    pthread_mutex_unlock(&q->lock);
+    free(ctx);
+    op->done(op, rc);
+  }
+}
+
+/* True when a child op of `len` bytes at host `host` from buffer `p` suits the image file's
+ * alignment and lies inside it. */
+static bool fast_child_fits(const struct qcow2 *q, uint64_t host, uint64_t len, const void *p)
+{
+  uint64_t a = q->file->geo.direct_alignment > 1 ? q->file->geo.direct_alignment : 1;
+
+  return host % a == 0 && len % a == 0 && (uintptr_t)p % a == 0 &&
+         host <= q->file->geo.size && len <= q->file->geo.size - host;
+}
+
+/* Appends a run, merging it with the last when the host bytes continue. */
+static bool fast_run_add(struct fast_run *runs, uint32_t cap, uint32_t *n, uint64_t buf_off,
+                         uint64_t len, uint64_t host)
+{
+  if (*n > 0) {
+    struct fast_run *last = &runs[*n - 1];
+    if ((host == UINT64_MAX && last->host == UINT64_MAX) ||
+        (host != UINT64_MAX && last->host != UINT64_MAX && last->host + last->len == host)) {
+      last->len += len;
+      return true;
+    }
+  }
+  if (*n >= cap) {
+    return false;
+  }
+  runs[(*n)++] = (struct fast_run){.buf_off = buf_off, .len = len, .host = host};
+  return true;
+}
+
+enum fast_verdict { FAST_OK, FAST_SLOW, FAST_FULL };
+
+/* Maps op through the cached tables into runs[0..cap). Returns FAST_OK, FAST_SLOW (the slow
+ * path must run) or FAST_FULL (more than cap runs). Lock held. */
+static enum fast_verdict fast_plan(struct qcow2 *q, const struct backing_op *op, bool write,
+                                   struct fast_run *runs, uint32_t cap, uint32_t *n)
+{
+  bool fua = (op->flags & BACKING_FLAG_FUA) != 0;
+  uint64_t done = 0;
+
+  *n = 0;
+  if (write && (q->meta_corrupt || (fua && !q->file->geo.can_fua))) {
+    return FAST_SLOW;
+  }
+  while (done < op->length) {
+    struct qcow2_map m;
+    uint64_t host = UINT64_MAX;
+    if (qcow2_map_cached(q, op->offset + done, op->length - done, &m) < 0 ||
+        m.cached_only_miss) {
+      return FAST_SLOW;
+    }
+    if (m.kind == QCOW2_NORMAL && (!write || (m.copied && !(fua && m.l2_dirty)))) {
+      host = m.host_offset;
+    } else if (write || m.kind == QCOW2_COMPRESSED ||
+               (m.kind == QCOW2_UNALLOC && q->backing_node != NULL)) {
+      return FAST_SLOW;
+    }
+    if (!fast_run_add(runs, cap, n, done, m.length, host)) {
+      return FAST_FULL;
+    }
+    done += m.length;
+  }
+  for (uint32_t i = 0; i < *n; i++) {
+    if (runs[i].host != UINT64_MAX &&
+        !fast_child_fits(q, runs[i].host, runs[i].len, (uint8_t *)op->buf + runs[i].buf_off)) {
+      return FAST_SLOW;
+    }
+  }
+  return FAST_OK;
+}
+
+/* Plans op into *runs: the stack array, or a heap one (*heap, to free) when op is more
+ * fragmented. Returns false when the slow path must run. Lock held. */
+static bool fast_plan_any(struct qcow2 *q, const struct backing_op *op, bool write,
+                          struct fast_run **runs, struct fast_run **heap, uint32_t *n)
+{
+  enum fast_verdict v = fast_plan(q, op, write, *runs, FAST_RUNS_STACK, n);
+  uint64_t cap = op->length / q->subcluster_size + 2;
+
+  *heap = NULL;
+  if (v != FAST_FULL) {
+    return v == FAST_OK;
+  }
+  if (cap > UINT32_MAX || (*heap = malloc(cap * sizeof **heap)) == NULL) {
+    return false;
+  }
+  *runs = *heap;
+  return fast_plan(q, op, write, *runs, (uint32_t)cap, n) == FAST_OK;
+}
+
+/* Serves op on the fast path when it can. Returns true when op was taken (done is or will
+ * be called), false when it must go to a worker. */
+static bool fast_path(struct qcow2 *q, struct backing_op *op, bool write)
+{
+  struct fast_run stack_runs[FAST_RUNS_STACK], *runs = stack_runs, *heap;
+  struct fast_ctx *ctx;
+  uint32_t n, k = 0;
+
+  if (op->nonblocking ? pthread_mutex_trylock(&q->lock) != 0 : pthread_mutex_lock(&q->lock)) {
+    return false; /* a worker holds the lock for I/O: an event loop never waits on it */
+  }
+  if (!fast_plan_any(q, op, write, &runs, &heap, &n)) {
+    pthread_mutex_unlock(&q->lock);
+    free(heap);
+    return false;
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    k += runs[i].host != UINT64_MAX;
+  }
+  q->fast_inflight += k;
+  pthread_mutex_unlock(&q->lock);
+  for (uint32_t i = 0; i < n; i++) {
+    if (runs[i].host == UINT64_MAX) {
+      memset((uint8_t *)op->buf + runs[i].buf_off, 0, runs[i].len);
+    }
+  }
+  ctx = k > 0 ? malloc(sizeof *ctx + k * sizeof ctx->child[0]) : NULL;
+  if (k == 0) {
+    free(heap);
+    op->done(op, 0);
+    return true;
+  }
+  if (ctx == NULL) {
+    free(heap);
+    pthread_mutex_lock(&q->lock);
+    q->fast_inflight -= k;
+    pthread_mutex_unlock(&q->lock);
+    return false;
+  }
+  ctx->parent = op;
+  ctx->q = q;
+  ctx->n = k;
+  atomic_init(&ctx->pending, k);
+  atomic_init(&ctx->result, 0);
+  for (uint32_t i = 0, c = 0; i < n; i++) {
+    if (runs[i].host != UINT64_MAX) {
+      struct backing_op *child = &ctx->child[c++];
+      memset(child, 0, sizeof *child);
+      child->type = write ? BACKING_OP_WRITE : BACKING_OP_READ;
+      child->flags = op->flags & BACKING_FLAG_FUA;
+      child->offset = runs[i].host;
+      child->length = runs[i].len;
+      child->buf = (uint8_t *)op->buf + runs[i].buf_off;
+      child->done = fast_child_done;
+      child->opaque = ctx;
+      child->engine = op->engine;
+      child->nonblocking = op->nonblocking;
+      child->fixed_buf = n == 1 ? op->fixed_buf : 0;
+    }
+  }
+  free(heap);
+  for (uint32_t c = 0; c < k; c++) {
+    /* After the last submit ctx may be gone: only k, a local, is read. */
+    int rc = backing_submit(q->file, &ctx->child[c]);
+    if (rc < 0) {
+      fast_child_done(&ctx->child[c], rc);
+    }
+  }
+  return true;
+}
+
+/* Runs op to completion on a worker. Returns its result. */
+static int slow_run(struct qcow2 *q, struct backing_op *op)
+{
+  bool fua = (op->flags & BACKING_FLAG_FUA) != 0;
+  bool refused = false;
+  int rc;
+
+  if (op->type == BACKING_OP_WRITE || op->type == BACKING_OP_TRIM ||
+      op->type == BACKING_OP_WRITE_ZEROES) {
+    pthread_mutex_lock(&q->lock);
+    refused = q->meta_corrupt;
+    pthread_mutex_unlock(&q->lock);
+  }
+  if (refused) {
+    return -EIO;
+  }
+  switch (op->type) {
+  case BACKING_OP_READ:
+    return qcow2_read_slow(q, op);
+  case BACKING_OP_WRITE:
+    rc = qcow2_write_slow(q, op);
+    return rc == 0 && fua ? qcow2_flush(q) : rc;
+  case BACKING_OP_TRIM:
+    return qcow2_discard(q, op);
+  case BACKING_OP_WRITE_ZEROES:
+    rc = qcow2_write_zeroes(q, op);
+    return rc == 0 && fua ? qcow2_flush(q) : rc;
+  case BACKING_OP_FLUSH:
+    return qcow2_flush(q);
+  case BACKING_OP_BLOCK_STATUS:
+    return qcow2_block_status(q, op);
+  default:
+    return -EINVAL;
+  }
+}
+
+static ssize_t slow_call(void *arg)
+{
+  struct backing_op *op = arg;
+
+  return slow_run((struct qcow2 *)op->owner, op);
+}
+
+static void slow_complete(struct engine_req *req, ssize_t result)
+{
+  struct backing_op *op = req->arg;
+
+  op->done(op, (int)result);
+}
+
+/* Queues op on a worker (inline when the node has no engine: unit tests). */
+static int slow_submit(struct qcow2 *q, struct backing_op *op)
+{
+  if (q->engine == NULL) {
+    op->done(op, slow_run(q, op));
+    return 0;
+  }
+  memset(&op->ereq, 0, sizeof op->ereq);
+  op->ereq.opcode = ENGINE_CALL;
+  op->ereq.call = slow_call;
+  op->ereq.arg = op;
+  op->ereq.complete = slow_complete;
+  return engine_submit(q->engine, &op->ereq);
+}
+
+int qcow2_submit(struct backing *b, struct backing_op *op)
+{
+  struct qcow2 *q = (struct qcow2 *)b;
+  bool write = op->type == BACKING_OP_WRITE || op->type == BACKING_OP_TRIM ||
+               op->type == BACKING_OP_WRITE_ZEROES;
+
+  op->owner = b;
+  if (write && !q->writable) {
+    return -EPERM;
+  }
+  switch (op->type) {
+  case BACKING_OP_READ:
+  case BACKING_OP_WRITE:
+  case BACKING_OP_TRIM:
+  case BACKING_OP_WRITE_ZEROES:
+  case BACKING_OP_CACHE:
+    if (op->length == 0 || op->type == BACKING_OP_CACHE) {
+      op->done(op, 0);
+      return 0;
+    }
+    if ((op->type == BACKING_OP_READ || op->type == BACKING_OP_WRITE) &&
+        fast_path(q, op, op->type == BACKING_OP_WRITE)) {
+      return 0;
+    }
+    break;
+  case BACKING_OP_FLUSH:
+    if (!q->writable) {
+      op->done(op, 0);
+      return 0;
+    }
+    break;
+  case BACKING_OP_BLOCK_STATUS:
+    if (op->length == 0 || op->extent_max == 0 || op->buf == NULL) {
+      return -EINVAL;
+    }
+    break;
+  default:
+    return -EINVAL;
+  }
+  return slow_submit(q, op);
+}
