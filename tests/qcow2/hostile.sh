@@ -35,15 +35,18 @@ meta_sum() {
   } | cksum
 }
 
-refused=0 served=0 harmed=0
+# Each case runs in a subshell (its servers killed when it fails), so that one run reports
+# every case that fails; the test fails at the end if any did.
 # harm WHAT: a served image was harmed: diskgate fails; qemu-nbd is only reported (QEMU
 # itself writes past the end of the file for some of these images).
 harm() {
   [ "$Q2_SERVER" = diskgate ] && fail "$*"
   echo "  qemu-nbd (not held to it): $*"
-  harmed=$((harmed + 1))
+  echo harm >>"$T/tally"
 }
 while read -r name image expect off grow what; do
+  (
+  trap 'for p in "${DG_PIDS[@]:-}"; do kill -9 "$p" 2>/dev/null || true; done' EXIT
   size0=$(q2_size "$image")
   sum0=$(meta_sum "$image")
   ro=()
@@ -61,7 +64,7 @@ while read -r name image expect off grow what; do
         fail "$name ($what): $Q2_SERVER neither served nor exited within $wait_s s"
       fi
       echo "$name: qemu-nbd was still opening the chain after $wait_s s (not held to it)"
-      continue
+      exit 0
       ;;
     refused)
       lines=$(wc -l <"$Q2_ERR")
@@ -83,7 +86,7 @@ while read -r name image expect off grow what; do
       [ -n "$rss" ] && [ "$rss" -lt $RSS_LIMIT_KIB ] ||
         fail "$name ($what): peak RSS ${rss:-?} KiB before refusing, limit $RSS_LIMIT_KIB"
       echo "$name: refused in $ms ms (exit $Q2_RC, peak RSS $rss KiB): $msg"
-      refused=$((refused + 1))
+      echo refused >>"$T/tally"
       ;;
     serving)
       if [ "$Q2_SERVER" = diskgate ] && [[ "$expect" == refuse* ]]; then
@@ -114,10 +117,17 @@ while read -r name image expect off grow what; do
           harm "$name ($what): a write changed the header, the refcount table or the L1 table: $out"
       fi
       echo "$name: served (VmHWM $hwm KiB): $out"
-      served=$((served + 1))
+      echo served >>"$T/tally"
       ;;
   esac
+  ) || echo failed >>"$T/tally"
 done <"$T/cases"
+touch "$T/tally"
+refused=$(grep -c '^refused' "$T/tally" || true)
+served=$(grep -c '^served' "$T/tally" || true)
+harmed=$(grep -c '^harm' "$T/tally" || true)
+failed=$(grep -c '^failed' "$T/tally" || true)
+[ "$failed" -eq 0 ] || fail "$failed of $(wc -l <"$T/cases") hostile images were not refused or served without harm by $Q2_SERVER (FAIL lines above)"
 note=""
 [ "$harmed" -gt 0 ] && note=" ($harmed harms by qemu-nbd, reported above)"
 pass "hostile images through $Q2_SERVER: $refused refused, $served served$note"
