@@ -105,7 +105,7 @@ while read -r name image expect off grow what; do
       [ "$hwm" -lt $RSS_LIMIT_KIB ] || fail "$name ($what): VmHWM $hwm KiB, limit $RSS_LIMIT_KIB"
       if [ "$expect" = ro ] && [ "$Q2_SERVER" = diskgate ]; then
         [[ "$out" == *"read_only=1"* ]] || fail "$name ($what): served writable: $out"
-        nbdinfo --json "$Q2_URI" | grep -q '"is_read_only": true' ||
+        nbdinfo --json "$Q2_URI" | grep '"is_read_only": true' >/dev/null ||
           fail "$name ($what): nbdinfo does not say read-only"
       fi
       q2_stop

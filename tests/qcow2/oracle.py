@@ -23,12 +23,14 @@ file's byte (counted as "trim deviations"; --exact-trim makes them failures). At
 the deviating pieces are appended to the script as writes of the bytes the server returned,
 so that `qemu-img compare` judges everything else exactly.
 
-Exit 0 when every read matched; otherwise one line per mismatch (the first 10) and 1.
+Exit 0 when every read matched; otherwise one line per mismatch (the first 10) and 1; 3
+when a request got no reply for 30 s (STALL).
 """
 import argparse
 import bisect
 import os
 import random
+import signal
 import sys
 
 import nbd
@@ -231,6 +233,8 @@ class Oracle:
         weights = [w for _, w in ops]
         for i in range(self.a.ops):
             fn = self.rnd.choices(fns, weights)[0]
+            self.current = f"op {i} ({fn.__name__})"
+            signal.alarm(30)
             name = fn() or "read"
             self.counts[name] = self.counts.get(name, 0) + 1
             if i % 40 == 39:  # re-read a hot cluster and its neighbours
@@ -238,6 +242,8 @@ class Oracle:
                 off = max(0, self.rnd.choice(self.hot) * c - c)
                 ln = min(3 * c, self.size - off)
                 self.check(off, self.h.pread(ln, off), f"READ {off}+{ln} (after op {i})")
+        self.current = "the final FLUSH and read"
+        signal.alarm(60)
         self.h.flush()
         chunk = 4 << 20
         for off in range(0, self.size, chunk):
@@ -283,7 +289,15 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--dir", required=True)
     p.add_argument("--exact-trim", action="store_true")
-    return Oracle(p.parse_args()).run()
+    o = Oracle(p.parse_args())
+
+    def stalled(_sig, _frame):
+        print(f"oracle: STALL: no reply for 30 s at {getattr(o, 'current', 'the start')}",
+              file=sys.stderr, flush=True)
+        os._exit(3)
+
+    signal.signal(signal.SIGALRM, stalled)
+    return o.run()
 
 
 if __name__ == "__main__":
