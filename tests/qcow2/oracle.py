@@ -30,8 +30,9 @@ import argparse
 import bisect
 import os
 import random
-import signal
 import sys
+import threading
+import time
 
 import nbd
 
@@ -234,7 +235,7 @@ class Oracle:
         for i in range(self.a.ops):
             fn = self.rnd.choices(fns, weights)[0]
             self.current = f"op {i} ({fn.__name__})"
-            signal.alarm(30)
+            self.started = time.monotonic()
             name = fn() or "read"
             self.counts[name] = self.counts.get(name, 0) + 1
             if i % 40 == 39:  # re-read a hot cluster and its neighbours
@@ -243,7 +244,7 @@ class Oracle:
                 ln = min(3 * c, self.size - off)
                 self.check(off, self.h.pread(ln, off), f"READ {off}+{ln} (after op {i})")
         self.current = "the final FLUSH and read"
-        signal.alarm(60)
+        self.started = time.monotonic() + 30
         self.h.flush()
         chunk = 4 << 20
         for off in range(0, self.size, chunk):
@@ -289,15 +290,23 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--dir", required=True)
     p.add_argument("--exact-trim", action="store_true")
-    o = Oracle(p.parse_args())
+    a = p.parse_args()
+    state = {"o": None, "t0": time.monotonic()}
 
-    def stalled(_sig, _frame):
-        print(f"oracle: STALL: no reply for 30 s at {getattr(o, 'current', 'the start')}",
-              file=sys.stderr, flush=True)
-        os._exit(3)
+    def watchdog():  # a thread: libnbd's blocking calls hold off Python's signal handlers
+        while True:
+            time.sleep(0.5)
+            o = state["o"]
+            t = getattr(o, "started", state["t0"])
+            if time.monotonic() - t > 30:
+                what = getattr(o, "current", "connecting")
+                print(f"oracle: STALL: no reply for 30 s at {what}", file=sys.stderr,
+                      flush=True)
+                os._exit(3)
 
-    signal.signal(signal.SIGALRM, stalled)
-    return o.run()
+    threading.Thread(target=watchdog, daemon=True).start()
+    state["o"] = Oracle(a)
+    return state["o"].run()
 
 
 if __name__ == "__main__":

@@ -83,8 +83,9 @@ EOF
   if ! $PY "$HERE/oracle.py" "$Q2_URI" --start "$dir/start.raw" --backing "$braw" \
       --cluster "$c" --version "${ver#v}" "${hb[@]}" --ops "$ops" --seed "$seed" \
       --dir "$dir" "${exact[@]}" >"$dir/oracle.out" 2>&1; then
-    cat "$dir/oracle.out" >&2
-    fail "$name: a read through $Q2_SERVER returned other bytes than written (seed $SEED)"
+    tail -20 "$dir/oracle.out" >&2
+    grep -v 'info:' "$Q2_LOG" | tail -5 >&2
+    fail "$name: a request failed, stalled, or a read through $Q2_SERVER returned other bytes than written (seed $SEED)"
   fi
   q2_stop
   out=$(qemu-io -t writeback -f qcow2 "$B" <"$dir/qemu-io.cmds" 2>&1 | sed 's/qemu-io> //g')
