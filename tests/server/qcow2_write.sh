@@ -125,4 +125,30 @@ qemu-img convert -q -l snapshot.name=s1 -O raw "$T/snap.qcow2" "$T/s1.after"
 cmp -s "$T/s1.before" "$T/s1.after" || fail "the internal snapshot's data changed"
 cmp -s "$T/s1.after" "$T/data.raw" || fail "the internal snapshot's data is not the original"
 
+# Concurrent partial writes into the same unallocated clusters (qemu-io's aio_write: all in
+# flight at once): each cluster is allocated once and keeps every slice, over zeroes and
+# over a backing file's bytes.
+aio=() reads=()
+for slice in $(seq 0 15); do
+  for c in $(seq 0 31); do
+    aio+=(-c "aio_write -P $(((c * 16 + slice) % 251)) $((c * 65536 + slice * 4096)) 4096")
+    reads+=(-c "read -P $(((c * 16 + slice) % 251)) $((c * 65536 + slice * 4096)) 4096")
+  done
+done
+for backing in "" "-b $T/base.qcow2 -F qcow2"; do
+  # shellcheck disable=SC2086
+  qemu-img create -q -f qcow2 $backing "$T/par.qcow2" 8M
+  dg_start "$T/par.qcow2"
+  qemu-io -f raw "${aio[@]}" -c aio_flush "$DG_UNIX" >"$T/io.out" 2>&1 || fail "aio writes: $(cat "$T/io.out")"
+  qemu-io -f raw "${reads[@]}" "$DG_UNIX" >"$T/io.out" 2>&1 || fail "reads: $(cat "$T/io.out")"
+  ! grep -q "Pattern verification failed" "$T/io.out" ||
+    fail "concurrent partial writes ($backing) lost a slice: $(grep -c failed "$T/io.out") failed"
+  dg_stop
+  check_clean "$T/par.qcow2" "concurrent partial writes ($backing)"
+  qemu-io -f qcow2 "${reads[@]}" "$T/par.qcow2" >"$T/io.out" 2>&1 || fail "reads by qemu-io"
+  ! grep -q "Pattern verification failed" "$T/io.out" || fail "qemu-io reads other bytes ($backing)"
+  clusters=$(qemu-img check "$T/par.qcow2" | sed -n 's/^\([0-9]*\)\/.*allocated.*/\1/p')
+  assert_eq "$clusters" 32 "clusters allocated by 16 concurrent writes each to 32 clusters"
+done
+
 pass "qcow2 writes, zeroes and trims match QEMU's; images check clean"

@@ -247,6 +247,7 @@ static void geometry_set(struct qcow2 *q)
   g->can_multi_conn = true;
   g->can_extents = true;
   g->can_cache = true;
+  g->can_fast_zero = q->writable && q->h.version >= 3; /* zero flags: metadata only */
   g->can_depth = true;
   g->sync_channels = 1;
 }
@@ -268,6 +269,7 @@ static void note_set(struct qcow2 *q, const struct qcow2_open_args *args)
 static void node_free(struct qcow2 *q)
 {
   qcow2_refcount_close(q);
+  qcow2_overlap_close(q);
   if (q->cache.buckets != NULL) {
     qcow2_cache_destroy(q);
   }
@@ -278,7 +280,7 @@ static void node_free(struct qcow2 *q)
   free(q);
 }
 
-/* The steps after the header: backing chain, L1, refcounts, cache. */
+/* The steps after the header: backing chain, L1, refcounts, the metadata map, cache. */
 static int node_open_tables(struct qcow2 *q, const struct qcow2_open_args *args)
 {
   int rc;
@@ -299,6 +301,12 @@ static int node_open_tables(struct qcow2 *q, const struct qcow2_open_args *args)
     rc = qcow2_refcount_open(q);
     if (rc < 0 && rc != -ENOMEM) {
       open_refuse(args, rc, "the refcount table");
+    }
+  }
+  if (rc == 0) {
+    rc = qcow2_overlap_open(q, args->why, args->why_size);
+    if (rc < 0 && rc != -ENOMEM && rc != -EINVAL) {
+      open_refuse(args, rc, "reading the snapshot table");
     }
   }
   if (rc == 0) {

@@ -8,6 +8,7 @@
 #include <assert.h>
 #include <endian.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +57,7 @@ int qcow2_cache_init(struct qcow2 *q, uint64_t bytes)
 
 static void table_free(struct qcow2_l2_table *t)
 {
+  free(t->bad);
   free(t->entries);
   free(t);
 }
@@ -164,6 +166,8 @@ static int table_obtain(struct qcow2 *q, struct qcow2_l2_table **out)
     hash_remove(q, t);
     lru_unlink(c, t);
     c->count--;
+    free(t->bad);
+    t->bad = NULL;
     *out = t;
     return 0;
   }
@@ -181,10 +185,12 @@ static int table_obtain(struct qcow2 *q, struct qcow2_l2_table **out)
   return 0;
 }
 
-int qcow2_cache_load(struct qcow2 *q, uint64_t l2_offset, struct qcow2_l2_table **out)
+/* The table at l2_offset, read and checked against the metadata on a miss. */
+static int cache_get(struct qcow2 *q, uint64_t l2_offset, struct qcow2_l2_table **out)
 {
   struct qcow2_l2_table *t = qcow2_cache_find(q, l2_offset);
   size_t n = table_bytes(q) / sizeof(uint64_t);
+  const char *what;
   int rc;
 
   if (t != NULL) {
@@ -194,6 +200,10 @@ int qcow2_cache_load(struct qcow2 *q, uint64_t l2_offset, struct qcow2_l2_table 
   if (l2_offset == 0 || l2_offset % q->cluster_size != 0 || l2_offset > q->file->geo.size ||
       q->cluster_size > q->file->geo.size - l2_offset) {
     return -EIO;
+  }
+  what = qcow2_overlap_l2_table(q, l2_offset);
+  if (what != NULL) {
+    return qcow2_corrupt(q, "L2 table %#" PRIx64 " overlaps the image's %s", l2_offset, what);
   }
   rc = table_obtain(q, &t);
   if (rc < 0) {
@@ -210,9 +220,30 @@ int qcow2_cache_load(struct qcow2 *q, uint64_t l2_offset, struct qcow2_l2_table 
   t->host_offset = l2_offset;
   t->dirty = false;
   t->pins = 0;
+  rc = qcow2_overlap_check_table(q, t);
+  if (rc < 0) {
+    table_free(t);
+    return rc;
+  }
   table_insert(q, t);
   *out = t;
   return 0;
+}
+
+int qcow2_cache_load_read(struct qcow2 *q, uint64_t l2_offset, struct qcow2_l2_table **out)
+{
+  return cache_get(q, l2_offset, out);
+}
+
+int qcow2_cache_load(struct qcow2 *q, uint64_t l2_offset, struct qcow2_l2_table **out)
+{
+  int rc = cache_get(q, l2_offset, out);
+
+  if (rc == 0 && (*out)->bad != NULL) {
+    *out = NULL;
+    return -EIO; /* its bad entries were logged when it was read */
+  }
+  return rc;
 }
 
 int qcow2_cache_new(struct qcow2 *q, uint64_t l2_offset, struct qcow2_l2_table **out)
@@ -231,6 +262,8 @@ int qcow2_cache_new(struct qcow2 *q, uint64_t l2_offset, struct qcow2_l2_table *
     t->pins = 0;
     table_insert(q, t);
   }
+  free(t->bad);
+  t->bad = NULL;
   memset(t->entries, 0, table_bytes(q));
   qcow2_cache_mark_dirty(q, t);
   *out = t;

@@ -81,11 +81,21 @@ int qcow2_meta_writeback(struct qcow2 *q)
   return rc;
 }
 
+void qcow2_lock(struct qcow2 *q)
+{
+  if (pthread_mutex_trylock(&q->lock) == 0) {
+    return;
+  }
+  engine_wait_begin();
+  pthread_mutex_lock(&q->lock);
+  engine_wait_end();
+}
+
 int qcow2_flush(struct qcow2 *q)
 {
   int rc;
 
-  pthread_mutex_lock(&q->lock);
+  qcow2_lock(q);
   rc = qcow2_meta_writeback(q);
   pthread_mutex_unlock(&q->lock);
   if (rc == 0) {

@@ -6,6 +6,7 @@
  *   qcow2.c           open, close, the vtable, dispatch of ops to the fast path or a worker
  *   qcow2_cache.c     the bounded L2 table cache (LRU, dirty tables written back in order)
  *   qcow2_map.c       guest range -> cluster kind and host offset; BLOCK_STATUS over a chain
+ *   qcow2_overlap.c   the metadata clusters known at open; L2 tables and entries overlapping them
  *   qcow2_read.c      reads: normal, zero, unallocated (backing node or zeroes), compressed
  *   qcow2_compress.c  inflating compressed clusters (zlib raw deflate, zstd)
  *   qcow2_refcount.c  refcount blocks of every width, cluster allocation, deferred frees
@@ -36,6 +37,7 @@
 #define DISKGATE_BACKING_QCOW2_IMPL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -115,6 +117,7 @@ int qcow2_header_parse(const uint8_t *buf, size_t len, uint64_t file_size,
 struct qcow2_l2_table;
 struct qcow2_refblock_cache;
 struct qcow2_write_state;
+struct qcow2_meta_map;
 
 struct qcow2_l2_cache {
   struct qcow2_l2_table *head; /* most recently used first [lock] */
@@ -134,6 +137,9 @@ struct qcow2_l2_table {
   uint64_t *entries;
   bool dirty;                  /* changed since written */
   uint32_t pins;               /* users holding it across an unlock; pinned: never evicted */
+  uint64_t *bad;               /* NULL, or a bitmap of l2_entries bits: entries whose host
+                                  clusters overlap the image's metadata (qcow2_overlap.c);
+                                  a table with one is never written through */
   struct qcow2_l2_table *prev, *next;
   struct qcow2_l2_table *hnext; /* next in its hash bucket */
 };
@@ -167,11 +173,15 @@ struct qcow2 {
                                    L2 change dropping them is durable [lock] */
   size_t deferred_len, deferred_cap; /* entries used/allocated in deferred_free (pairs) */
   struct qcow2_l2_cache cache;  /* [lock] */
-  uint64_t fast_inflight;       /* fast-path child ops in flight [lock] */
+  /* fast-path child ops in flight; atomic, not [lock]: their completions run on engine
+   * threads that must never wait for a lock whose holder waits for file I/O */
+  _Atomic uint64_t fast_inflight;
   bool meta_corrupt;            /* a metadata entry broke the spec: writes refused [lock] */
   struct qcow2_refblock_cache *refblocks; /* recently used refcount blocks, qcow2_refcount.c
                                              [lock] */
-  struct qcow2_write_state *wstate; /* writes in flight, qcow2_write.c [lock] */
+  struct qcow2_write_state *wstate; /* writes in flight, qcow2_inflight.c [lock] */
+  struct qcow2_meta_map *meta;  /* the metadata clusters at open, qcow2_overlap.c; read-only
+                                   after open */
 };
 
 /* ---- dispatch (qcow2_submit.c) ---------------------------------------------------------- */
@@ -194,9 +204,16 @@ struct qcow2_l2_table *qcow2_cache_find(struct qcow2 *q, uint64_t l2_offset);
 
 /* The table at `l2_offset` (cluster aligned, inside the file), read on a miss; evicting
  * the least recently used unpinned table first when full, writing it back (through
- * qcow2_meta_writeback) if dirty. Returns 0 and *out, -EIO/-EINVAL (offset outside the
- * file), -ENOMEM. Lock held; worker thread (may do I/O with the lock held). */
+ * qcow2_meta_writeback) if dirty. A table read is checked against the image's metadata
+ * (qcow2_overlap_check_table). For writers: a table overlapping other metadata, or holding
+ * an entry that does (t->bad), is -EIO (the image is marked corrupt, one log line).
+ * Returns 0 and *out, -EIO/-EINVAL (offset outside the file), -ENOMEM. Lock held; worker
+ * thread (may do I/O with the lock held). */
 int qcow2_cache_load(struct qcow2 *q, uint64_t l2_offset, struct qcow2_l2_table **out);
+
+/* As qcow2_cache_load for readers: a table with entries overlapping metadata is returned
+ * (its other entries still map; the mapping refuses the bad ones through t->bad). */
+int qcow2_cache_load_read(struct qcow2 *q, uint64_t l2_offset, struct qcow2_l2_table **out);
 
 /* A new all-zero table for `l2_offset`, cached and dirty (a freshly allocated L2 table).
  * Returns 0 and *out or -ENOMEM. Lock held; worker thread. */
@@ -248,6 +265,37 @@ int qcow2_map_cached(struct qcow2 *q, uint64_t offset, uint64_t len, struct qcow
  * (host_len <= cluster_size + 512). Returns 0 or -EIO (outside the file). Any thread. */
 int qcow2_compressed_extent(const struct qcow2 *q, uint64_t l2_entry, uint64_t *host_offset,
                             uint64_t *host_len);
+
+/* Marks the image's metadata corrupt (writes refused from now on) and logs the line
+ * formatted from fmt once per image. Returns -EIO. Lock held (or open). */
+int qcow2_corrupt(struct qcow2 *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- metadata overlap checks (qcow2_overlap.c) ------------------------------------------ */
+
+/* Records the host clusters holding the image's metadata (qcow2.txt, "Host cluster
+ * management"; QEMU's overlap-check=cached): the header cluster, the refcount table, the
+ * refcount blocks, the active L1 table, the snapshot table, the snapshots' L1 tables and
+ * the active L2 tables the L1 entries name. Clusters allocated later lie at or past
+ * q->alloc_end, past all of these, so the map taken at open stays the one hostile entries
+ * can hit. Refuses (-EINVAL, one line in why[0..why_len)) an image whose header-level
+ * metadata (everything but L2 tables) overlaps itself: writing one would destroy another.
+ * Returns 0, -EINVAL, -ENOMEM or the read error of the snapshot table. Open only, after
+ * qcow2_refcount_open. */
+int qcow2_overlap_open(struct qcow2 *q, char *why, size_t why_len);
+
+/* Frees the map. Close only. */
+void qcow2_overlap_close(struct qcow2 *q);
+
+/* When the L2 table cluster at `l2_offset` is also other metadata (header, refcount table
+ * or block, an L1 table, the snapshot table) or is named by two L1 entries: the name of what
+ * it overlaps; else NULL. Any thread (the map is read-only). */
+const char *qcow2_overlap_l2_table(const struct qcow2 *q, uint64_t l2_offset);
+
+/* Checks every entry of the table t just read: an entry whose host cluster (a compressed
+ * one's host bytes) overlaps metadata, or an active L2 table, sets its bit in t->bad
+ * (allocated then) and the image corrupt (one log line). Entries unaligned or past the end
+ * of the file are left to the mapping's own checks. Returns 0 or -ENOMEM. Lock held. */
+int qcow2_overlap_check_table(struct qcow2 *q, struct qcow2_l2_table *t);
 
 /* ---- compressed clusters (qcow2_compress.c) --------------------------------------------- */
 
@@ -310,13 +358,29 @@ int qcow2_discard(struct qcow2 *q, struct backing_op *op);      /* TRIM */
 int qcow2_write_zeroes(struct qcow2 *q, struct backing_op *op); /* WRITE_ZEROES */
 int qcow2_block_status(struct qcow2 *q, struct backing_op *op);
 
-/* Frees what qcow2_write.c keeps between ops (no op may be in flight). Close only
- * (qcow2_refcount_close calls it). */
+/* ---- writes in flight (qcow2_inflight.c) ------------------------------------------------ */
+
+/* Waits until no op is in flight over guest bytes [start, end), then marks them in flight
+ * (qcow2_write.c drops the lock while writing their data). Returns 0 or -ENOMEM. Lock held
+ * (dropped while waiting); worker. */
+int qcow2_inflight_enter(struct qcow2 *q, uint64_t start, uint64_t end);
+
+/* Ends the in-flight mark [start, end) qcow2_inflight_enter set and wakes the ops waiting.
+ * Lock held. */
+void qcow2_inflight_leave(struct qcow2 *q, uint64_t start, uint64_t end);
+
+/* Frees the in-flight state (no op may be in flight). Close only (qcow2_refcount_close
+ * calls it). */
 void qcow2_write_close(struct qcow2 *q);
 
 /* Writes dirty metadata in the crash-consistent order above (sync, L2 tables, sync, L1,
  * deferred frees); does not sync at the end. Returns 0 or -errno. Lock held; worker. */
 int qcow2_meta_writeback(struct qcow2 *q);
+
+/* Takes q->lock. A worker that has to wait for it says so first (engine_wait_begin), as
+ * for any blocking wait: the holder may be waiting for file I/O that needs a worker of the
+ * same pool (the threads engine). Any thread; every worker path takes the lock this way. */
+void qcow2_lock(struct qcow2 *q);
 
 /* FLUSH: qcow2_meta_writeback, then a sync of the file under the export's sync mode.
  * Returns 0 or -errno. Takes the lock; worker. */

@@ -23,10 +23,7 @@ struct unit {
   uint64_t entry;
 };
 
-/* Marks the image's metadata corrupt (writes refused), logs once per image, returns -EIO. */
-static int corrupt(struct qcow2 *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int corrupt(struct qcow2 *q, const char *fmt, ...)
+int qcow2_corrupt(struct qcow2 *q, const char *fmt, ...)
 {
   char text[256];
   va_list ap;
@@ -76,11 +73,15 @@ static int unit_classify(struct qcow2 *q, const struct qcow2_l2_table *t, uint32
   uint64_t h_off, h_len;
 
   memset(u, 0, sizeof *u);
+  if (t->bad != NULL && (t->bad[idx / 64] >> (idx % 64)) & 1) {
+    return qcow2_corrupt(q, "L2 table %#" PRIx64 " entry %u: its host cluster overlaps the "
+                         "image's metadata", t->host_offset, idx);
+  }
   u->entry = e;
   u->copied = (e & QCOW2_OFLAG_COPIED) != 0;
   if (e & QCOW2_OFLAG_COMPRESSED) {
     if (bm != 0 || qcow2_compressed_extent(q, e, &h_off, &h_len) < 0) {
-      return corrupt(q, "L2 table %#" PRIx64 " entry %u: bad compressed cluster descriptor",
+      return qcow2_corrupt(q, "L2 table %#" PRIx64 " entry %u: bad compressed cluster descriptor",
                      t->host_offset, idx);
     }
     u->kind = QCOW2_COMPRESSED;
@@ -88,13 +89,13 @@ static int unit_classify(struct qcow2 *q, const struct qcow2_l2_table *t, uint32
     return 0;
   }
   if (host != 0 && (host % q->cluster_size != 0 || host >= q->file->geo.size)) {
-    return corrupt(q, "L2 table %#" PRIx64 " entry %u: cluster offset %#" PRIx64
+    return qcow2_corrupt(q, "L2 table %#" PRIx64 " entry %u: cluster offset %#" PRIx64
                    " unaligned or past the end of the file", t->host_offset, idx, host);
   }
   if (q->extended_l2) {
     bool alloc = (bm >> sub) & 1, zero = (bm >> (32 + sub)) & 1;
     if ((e & QCOW2_OFLAG_ZERO) || (alloc && zero) || (host == 0 && (uint32_t)bm != 0)) {
-      return corrupt(q, "L2 table %#" PRIx64 " entry %u: bad extended entry (zero flag, or "
+      return qcow2_corrupt(q, "L2 table %#" PRIx64 " entry %u: bad extended entry (zero flag, or "
                      "subcluster bitmap %#" PRIx64 ")", t->host_offset, idx, bm);
     }
     u->kind = alloc ? QCOW2_NORMAL : zero ? QCOW2_ZERO : QCOW2_UNALLOC;
@@ -129,7 +130,7 @@ static int table_for(struct qcow2 *q, uint64_t offset, uint64_t end, bool io,
 
   *t = NULL;
   if (l1_index >= q->h.l1_size) {
-    return corrupt(q, "guest offset %#" PRIx64 " beyond the L1 table", offset);
+    return qcow2_corrupt(q, "guest offset %#" PRIx64 " beyond the L1 table", offset);
   }
   l1e = q->l1[l1_index];
   l2_off = l1e & QCOW2_L1E_OFFSET_MASK;
@@ -141,12 +142,12 @@ static int table_for(struct qcow2 *q, uint64_t offset, uint64_t end, bool io,
   }
   if (l2_off % q->cluster_size != 0 || l2_off > q->file->geo.size ||
       q->cluster_size > q->file->geo.size - l2_off) {
-    return corrupt(q, "L1 entry %" PRIu64 ": L2 table offset %#" PRIx64
+    return qcow2_corrupt(q, "L1 entry %" PRIu64 ": L2 table offset %#" PRIx64
                    " unaligned or past the end of the file", l1_index, l2_off);
   }
   *t = io ? NULL : qcow2_cache_find(q, l2_off);
   if (io) {
-    int rc = qcow2_cache_load(q, l2_off, t);
+    int rc = qcow2_cache_load_read(q, l2_off, t);
     if (rc < 0) {
       return rc;
     }

@@ -88,7 +88,7 @@ int qcow2_read_slow(struct qcow2 *q, struct backing_op *op)
     struct qcow2_map m;
     int rc;
 
-    pthread_mutex_lock(&q->lock);
+    qcow2_lock(q);
     rc = qcow2_map_range(q, offset, left, &m);
     pthread_mutex_unlock(&q->lock);
     if (rc < 0) {
@@ -203,7 +203,7 @@ int qcow2_block_status(struct qcow2 *q, struct backing_op *op)
     uint64_t added;
     int rc;
 
-    pthread_mutex_lock(&q->lock);
+    qcow2_lock(q);
     rc = qcow2_map_range(q, offset, end - offset, &m);
     pthread_mutex_unlock(&q->lock);
     if (rc < 0) {

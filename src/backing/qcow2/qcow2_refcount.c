@@ -612,7 +612,7 @@ out:
 int qcow2_alloc_clusters(struct qcow2 *q, uint64_t n, uint64_t *host_offset)
 {
   struct rc_layout l = {.start = q->alloc_end / q->cluster_size, .n = n};
-  uint64_t end, first_new, rmin, rmax;
+  uint64_t end, rmin, rmax;
   int rc;
 
   assert(n > 0 && q->alloc_end % q->cluster_size == 0);
@@ -623,22 +623,29 @@ int qcow2_alloc_clusters(struct qcow2 *q, uint64_t n, uint64_t *host_offset)
   end = l.start + rc_layout_total(&l);
   rmin = l.start / q->refblock_entries;
   rmax = (end - 1) / q->refblock_entries;
-  /* Blocks that exist already: remember which, as rc_layout_write fills in the new ones. */
-  first_new = l.start * q->cluster_size;
-  rc = rc_layout_write(q, &l);
+  /* The run's counts in blocks that exist already (the new blocks carry their own). */
   for (uint64_t ri = rmin; rc == 0 && ri <= rmax; ri++) {
     uint64_t c0 = ri * q->refblock_entries, c1 = c0 + q->refblock_entries;
-    if (q->reftable[ri] >= first_new && q->reftable[ri] < first_new + l.k * q->cluster_size) {
-      continue; /* a new block: its counts were written with it */
+    if (rc_block_missing(q, ri)) {
+      continue;
     }
     c0 = c0 > l.start ? c0 : l.start;
     c1 = c1 < end ? c1 : end;
     rc = rc_block_add(q, ri, c0, c1 - c0, +1);
   }
+  /* A new block or table may be counted in an existing block: that count reaches the file
+   * (and the sync after the new blocks) before any pointer to them. */
+  if (rc == 0 && (l.k > 0 || l.t > 0)) {
+    rc = qcow2_refcount_write_dirty(q);
+  }
+  if (rc == 0) {
+    rc = rc_layout_write(q, &l);
+  }
+  /* Past the run even on failure: counts already added leak, and are never reused. */
+  q->alloc_end = end * q->cluster_size;
   if (rc < 0) {
     return rc;
   }
-  q->alloc_end = end * q->cluster_size;
   *host_offset = (l.start + l.k + l.t) * q->cluster_size;
   return 0;
 }

@@ -45,9 +45,9 @@ static void fast_child_done(struct backing_op *c, int result)
     struct backing_op *op = ctx->parent;
     struct qcow2 *q = ctx->q;
     int rc = atomic_load(&ctx->result);
-    pthread_mutex_lock(&q->lock);
-    q->fast_inflight -= ctx->n;
-    pthread_mutex_unlock(&q->lock);
+    /* No lock here: this may run on the engine thread that must also complete the I/O of
+     * a worker holding q->lock. */
+    atomic_fetch_sub(&q->fast_inflight, ctx->n);
     free(ctx);
     op->done(op, rc);
   }
@@ -150,7 +150,9 @@ static bool fast_path(struct qcow2 *q, struct backing_op *op, bool write)
   struct fast_ctx *ctx;
   uint32_t n, k = 0;
 
-  if (op->nonblocking ? pthread_mutex_trylock(&q->lock) != 0 : pthread_mutex_lock(&q->lock)) {
+  if (!op->nonblocking) {
+    qcow2_lock(q); /* maybe an engine worker (a chain's read): it lets the pool grow */
+  } else if (pthread_mutex_trylock(&q->lock) != 0) {
     return false; /* a worker holds the lock for I/O: an event loop never waits on it */
   }
   if (!fast_plan_any(q, op, write, &runs, &heap, &n)) {
@@ -161,7 +163,7 @@ static bool fast_path(struct qcow2 *q, struct backing_op *op, bool write)
   for (uint32_t i = 0; i < n; i++) {
     k += runs[i].host != UINT64_MAX;
   }
-  q->fast_inflight += k;
+  atomic_fetch_add(&q->fast_inflight, k);
   pthread_mutex_unlock(&q->lock);
   for (uint32_t i = 0; i < n; i++) {
     if (runs[i].host == UINT64_MAX) {
@@ -176,9 +178,7 @@ static bool fast_path(struct qcow2 *q, struct backing_op *op, bool write)
   }
   if (ctx == NULL) {
     free(heap);
-    pthread_mutex_lock(&q->lock);
-    q->fast_inflight -= k;
-    pthread_mutex_unlock(&q->lock);
+    atomic_fetch_sub(&q->fast_inflight, k);
     return false;
   }
   ctx->parent = op;
@@ -222,7 +222,7 @@ static int slow_run(struct qcow2 *q, struct backing_op *op)
 
   if (op->type == BACKING_OP_WRITE || op->type == BACKING_OP_TRIM ||
       op->type == BACKING_OP_WRITE_ZEROES) {
-    pthread_mutex_lock(&q->lock);
+    qcow2_lock(q);
     refused = q->meta_corrupt;
     pthread_mutex_unlock(&q->lock);
   }

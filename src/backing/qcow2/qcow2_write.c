@@ -24,6 +24,8 @@
 #include "util/log.h"
 
 #define WR_ALL_SUBS 0xffffffffull
+/* Most guest bytes one batch covers (WRITE_ZEROES of a v2 image allocates their zeroes). */
+#define WR_CHUNK_MAX (32ull << 20)
 
 /* Old state of one cluster's L2 entry, decoded. Masks have one bit per subcluster. */
 struct wr_old {
@@ -63,14 +65,6 @@ struct wr_batch {
   size_t nio;
   struct wr_item *item;
   size_t nitem;
-};
-
-/* Guest ranges [start, end) whose writes are in flight, and the condition their ends
- * signal. Allocated at the first write; freed by qcow2_write_close. */
-struct qcow2_write_state {
-  pthread_cond_t cond;
-  uint64_t (*range)[2];
-  size_t n, cap;
 };
 
 static uint32_t wr_nsub(const struct qcow2 *q)
@@ -445,74 +439,6 @@ static uint64_t wr_alloc_run(struct qcow2 *q, struct qcow2_l2_table *t, uint64_t
   return n;
 }
 
-/* Waits until no op is in flight over guest bytes [start, end), then marks them in
- * flight. Returns 0 or -ENOMEM. Lock held (dropped while waiting). */
-static int wr_inflight_enter(struct qcow2 *q, uint64_t start, uint64_t end)
-{
-  struct qcow2_write_state *ws = q->wstate;
-  bool busy = true;
-
-  if (ws == NULL) {
-    ws = calloc(1, sizeof *ws);
-    if (ws == NULL) {
-      return -ENOMEM;
-    }
-    pthread_cond_init(&ws->cond, NULL);
-    q->wstate = ws;
-  }
-  while (busy) {
-    busy = false;
-    for (size_t i = 0; i < ws->n && !busy; i++) {
-      busy = ws->range[i][0] < end && start < ws->range[i][1];
-    }
-    if (busy) {
-      engine_wait_begin();
-      pthread_cond_wait(&ws->cond, &q->lock);
-      engine_wait_end();
-    }
-  }
-  if (ws->n == ws->cap) {
-    size_t cap = ws->cap ? ws->cap * 2 : 16;
-    uint64_t (*r)[2] = realloc(ws->range, cap * sizeof *r);
-    if (r == NULL) {
-      return -ENOMEM;
-    }
-    ws->range = r;
-    ws->cap = cap;
-  }
-  ws->range[ws->n][0] = start;
-  ws->range[ws->n][1] = end;
-  ws->n++;
-  return 0;
-}
-
-/* Ends the in-flight mark of [start, end) and wakes the ops waiting. Lock held. */
-static void wr_inflight_leave(struct qcow2 *q, uint64_t start, uint64_t end)
-{
-  struct qcow2_write_state *ws = q->wstate;
-
-  for (size_t i = 0; i < ws->n; i++) {
-    if (ws->range[i][0] == start && ws->range[i][1] == end) {
-      ws->range[i][0] = ws->range[ws->n - 1][0];
-      ws->range[i][1] = ws->range[ws->n - 1][1];
-      ws->n--;
-      break;
-    }
-  }
-  pthread_cond_broadcast(&ws->cond);
-}
-
-void qcow2_write_close(struct qcow2 *q)
-{
-  if (q->wstate != NULL) {
-    assert(q->wstate->n == 0);
-    pthread_cond_destroy(&q->wstate->cond);
-    free(q->wstate->range);
-    free(q->wstate);
-    q->wstate = NULL;
-  }
-}
-
 /* Writes the batch's data (lock dropped), then sets its entries in t and queues the frees
  * of what they replace. On a failed write no entry changes (the new clusters leak). */
 static int wr_batch_commit(struct qcow2 *q, struct qcow2_l2_table *t, struct wr_batch *bt)
@@ -524,7 +450,7 @@ static int wr_batch_commit(struct qcow2 *q, struct qcow2_l2_table *t, struct wr_
     for (size_t i = 0; rc == 0 && i < bt->nio; i++) {
       rc = format_pwrite(q->file, bt->io[i].data, bt->io[i].len, bt->io[i].host);
     }
-    pthread_mutex_lock(&q->lock);
+    qcow2_lock(q);
   }
   for (size_t i = 0; rc == 0 && i < bt->nitem; i++) {
     const struct wr_item *it = &bt->item[i];
@@ -591,12 +517,14 @@ static int wr_range(struct qcow2 *q, uint64_t offset, uint64_t len, const uint8_
 
   while (rc == 0 && pos < end) {
     uint64_t stop = (pos / span + 1) * span, g0 = pos & ~(cs - 1), g1;
+    uint64_t cap = (pos + WR_CHUNK_MAX) & ~(cs - 1); /* bounds a batch's buffers */
     stop = stop < end ? stop : end;
+    stop = stop < cap ? stop : cap;
     g1 = (stop + cs - 1) & ~(cs - 1);
-    rc = wr_inflight_enter(q, g0, g1);
+    rc = qcow2_inflight_enter(q, g0, g1);
     if (rc == 0) {
       rc = wr_chunk(q, pos, stop, data != NULL ? data + (pos - offset) : NULL);
-      wr_inflight_leave(q, g0, g1);
+      qcow2_inflight_leave(q, g0, g1);
     }
     pos = stop;
   }
@@ -610,7 +538,7 @@ int qcow2_write_slow(struct qcow2 *q, struct backing_op *op)
   if (!q->writable) {
     return -EROFS;
   }
-  pthread_mutex_lock(&q->lock);
+  qcow2_lock(q);
   rc = wr_range(q, op->offset, op->length, op->buf);
   pthread_mutex_unlock(&q->lock);
   return rc;
@@ -703,10 +631,10 @@ static int wr_meta_range(struct qcow2 *q, uint64_t offset, uint64_t len, enum wr
   while (rc == 0 && pos < end) {
     uint64_t stop = (pos / table_span + 1) * table_span;
     stop = stop < end ? stop : end;
-    rc = wr_inflight_enter(q, pos, stop);
+    rc = qcow2_inflight_enter(q, pos, stop);
     if (rc == 0) {
       rc = wr_meta_run(q, pos, (stop - pos) / cs, mode);
-      wr_inflight_leave(q, pos, stop);
+      qcow2_inflight_leave(q, pos, stop);
     }
     pos = stop;
   }
@@ -720,7 +648,7 @@ int qcow2_discard(struct qcow2 *q, struct backing_op *op)
   if (!q->writable) {
     return -EROFS;
   }
-  pthread_mutex_lock(&q->lock);
+  qcow2_lock(q);
   rc = wr_meta_range(q, op->offset, op->length, WR_TRIM);
   pthread_mutex_unlock(&q->lock);
   return rc;
@@ -779,7 +707,7 @@ int qcow2_write_zeroes(struct qcow2 *q, struct backing_op *op)
   if (!q->writable) {
     return -EROFS;
   }
-  pthread_mutex_lock(&q->lock);
+  qcow2_lock(q);
   if ((op->flags & BACKING_FLAG_FAST_ZERO) != 0) {
     rc = wr_fast_zero_check(q, offset, op->length);
   }
