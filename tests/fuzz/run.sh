@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # tests/fuzz/run.sh SECONDS [HARNESS...]: builds the libFuzzer harnesses (clang,
-# -fsanitize=fuzzer,address,undefined) against src/nbd/ directly and runs each for SECONDS
-# seconds, both at once (one core each). HARNESS: option, request (default both).
+# -fsanitize=fuzzer,address,undefined) against the code they test directly (src/nbd/, or
+# src/backing/qcow2/qcow2_header.c) and runs each for SECONDS seconds, two at once (one core
+# each). HARNESS: option, request, qcow2 (default option and request).
 #
-# Seeds: tests/fuzz/corpus/NAME/ and the past crashes tests/fuzz/crashes/NAME/ (read only,
+# Seeds: tests/fuzz/corpus/NAME/ (qcow2: written into $FUZZ_OUT/seeds-qcow2 by
+# make_qcow2_corpus.py) and the past crashes tests/fuzz/crashes/NAME/ (read only,
 # run first). New inputs go to $FUZZ_OUT/corpus-NAME/, crash
 # inputs to $FUZZ_OUT/artifacts-NAME/ (FUZZ_OUT defaults to $BUILDDIR/fuzz, else
 # build/fuzz). A crash fails the run: copy the input to tests/fuzz/crashes/NAME/ (the
@@ -12,7 +14,7 @@
 # Prints one line per harness: executions, coverage, corpus size, and the verdict.
 # Environment: FUZZ_CC (default clang, else clang-14), FUZZ_JOBS=1 to run one at a time.
 set -euo pipefail
-secs=${1:?usage: run.sh SECONDS [option|request ...]}
+secs=${1:?usage: run.sh SECONDS [option|request|qcow2 ...]}
 shift
 harnesses=("$@")
 [ ${#harnesses[@]} -eq 0 ] && harnesses=(option request)
@@ -32,11 +34,19 @@ fi
 
 cflags=(-std=c17 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -Wall -Wextra -Werror
         -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I"$src/src")
-declare -A maxlen=([option]=16384 [request]=8192)
+declare -A maxlen=([option]=16384 [request]=8192 [qcow2]=4096)
+nbd_sources=("$src/src/nbd/option.c" "$src/src/nbd/request.c" "$src/src/nbd/reply.c")
+declare -A seeds=([option]="$here/corpus/option" [request]="$here/corpus/request"
+                  [qcow2]="$out/seeds-qcow2")
 for h in "${harnesses[@]}"; do
   [ -f "$here/fuzz_$h.c" ] || { echo "run.sh: no harness fuzz_$h.c" >&2; exit 2; }
-  "$cc" "${cflags[@]}" -o "$out/fuzz_$h" "$here/fuzz_$h.c" \
-    "$src/src/nbd/option.c" "$src/src/nbd/request.c" "$src/src/nbd/reply.c" \
+  sources=("${nbd_sources[@]}")
+  if [ "$h" = qcow2 ]; then
+    sources=("$src/src/backing/qcow2/qcow2_header.c")
+    python3 "$here/make_qcow2_corpus.py" "$out/seeds-qcow2" ||
+      { echo "run.sh: writing the qcow2 seeds failed" >&2; exit 2; }
+  fi
+  "$cc" "${cflags[@]}" -o "$out/fuzz_$h" "$here/fuzz_$h.c" "${sources[@]}" \
     || { echo "run.sh: building fuzz_$h failed" >&2; exit 2; }
 done
 
@@ -48,7 +58,7 @@ for h in "${harnesses[@]}"; do
   log="$out/fuzz_$h.log"
   (cd "$out" && exec "./fuzz_$h" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
       -max_len="${maxlen[$h]}" -dict="$here/$h.dict" -print_final_stats=1 \
-      -artifact_prefix="$out/artifacts-$h/" "$out/corpus-$h" "$here/corpus/$h" \
+      -artifact_prefix="$out/artifacts-$h/" "$out/corpus-$h" "${seeds[$h]}" \
       $( [ -d "$here/crashes/$h" ] && echo "$here/crashes/$h" )) \
       >"$log" 2>&1 &
   pids+=($!)
