@@ -187,6 +187,16 @@ dg_tmpfs_umount() { umount -l "$MNT" 2>/dev/null; umount -l "$TFS" 2>/dev/null; 
 # mkrandom FILE SIZE_BYTES: a file of random bytes.
 mkrandom() { head -c "$2" /dev/urandom >"$1"; }
 
+# qcow2_check_clean IMAGE WHAT: `qemu-img check` of the qcow2 IMAGE exits 0 and reports
+# no error and no leaked cluster; WHAT names the case in the failure.
+qcow2_check_clean() {
+  local out rc=0
+  out=$(qemu-img check "$1" 2>&1) || rc=$?
+  assert_eq "$rc" 0 "$2: qemu-img check's exit status ($out)"
+  grep -q "No errors were found on the image" <<<"$out" || fail "$2: qemu-img check: $out"
+  ! grep -qi "leak" <<<"$out" || fail "$2: qemu-img check found leaks: $out"
+}
+
 # flip_byte FILE OFFSET: changes the byte at OFFSET (bytes) in FILE in place, to a value it
 # cannot already have (old + 1, mod 256); a negative control's one-byte corruption. A
 # constant written instead equals a random byte 1 time in 256 (CI failed that way once).

@@ -85,25 +85,16 @@ static void sync_done(struct backing_op *op, int result)
   pthread_mutex_unlock(&w->lock);
 }
 
-/* Runs one op on b and waits for it; an engine worker that waits lets the pool grow
- * (engine_wait_begin) so the op itself still finds a worker. */
-static int sync_submit(struct backing *b, enum backing_op_type type, void *buf, uint64_t len,
-                       uint64_t offset)
+int format_submit_wait(struct backing *b, struct backing_op *op)
 {
   struct sync_wait w = {.done = false, .result = 0};
-  struct backing_op op;
   int rc;
 
   pthread_mutex_init(&w.lock, NULL);
   pthread_cond_init(&w.cond, NULL);
-  memset(&op, 0, sizeof op);
-  op.type = type;
-  op.offset = offset;
-  op.length = len;
-  op.buf = buf;
-  op.done = sync_done;
-  op.opaque = &w;
-  rc = backing_submit(b, &op);
+  op->done = sync_done;
+  op->opaque = &w;
+  rc = backing_submit(b, op);
   if (rc == 0) {
     engine_wait_begin();
     pthread_mutex_lock(&w.lock);
@@ -117,6 +108,20 @@ static int sync_submit(struct backing *b, enum backing_op_type type, void *buf, 
   pthread_cond_destroy(&w.cond);
   pthread_mutex_destroy(&w.lock);
   return rc;
+}
+
+/* One READ, WRITE or FLUSH of b, waited for. */
+static int sync_submit(struct backing *b, enum backing_op_type type, void *buf, uint64_t len,
+                       uint64_t offset)
+{
+  struct backing_op op;
+
+  memset(&op, 0, sizeof op);
+  op.type = type;
+  op.offset = offset;
+  op.length = len;
+  op.buf = buf;
+  return format_submit_wait(b, &op);
 }
 
 /* The aligned window [*start, *start + *span) around [offset, offset + len). */
@@ -182,6 +187,23 @@ int format_pwrite(struct backing *b, const void *buf, uint64_t len, uint64_t off
   return format_rw(b, (void *)buf, len, offset, true);
 }
 
+int format_pread_zero_tail(struct backing *b, void *buf, uint64_t len, uint64_t offset)
+{
+  uint64_t have = 0;
+
+  if (b != NULL && offset < b->geo.size) {
+    have = b->geo.size - offset < len ? b->geo.size - offset : len;
+  }
+  if (have > 0) {
+    int rc = format_pread(b, buf, have, offset);
+    if (rc < 0) {
+      return rc;
+    }
+  }
+  memset((uint8_t *)buf + have, 0, len - have);
+  return 0;
+}
+
 int format_flush(struct backing *b)
 {
   return sync_submit(b, BACKING_OP_FLUSH, NULL, 0, 0);
@@ -190,34 +212,17 @@ int format_flush(struct backing *b)
 int format_block_status(struct backing *b, uint64_t offset, uint64_t len,
                         struct backing_extent *ext, uint32_t max, uint32_t *count)
 {
-  struct sync_wait w = {.done = false, .result = 0};
   struct backing_op op;
   int rc;
 
   *count = 0;
-  pthread_mutex_init(&w.lock, NULL);
-  pthread_cond_init(&w.cond, NULL);
   memset(&op, 0, sizeof op);
   op.type = BACKING_OP_BLOCK_STATUS;
   op.offset = offset;
   op.length = len;
   op.buf = ext;
   op.extent_max = max;
-  op.done = sync_done;
-  op.opaque = &w;
-  rc = backing_submit(b, &op);
-  if (rc == 0) {
-    engine_wait_begin();
-    pthread_mutex_lock(&w.lock);
-    while (!w.done) {
-      pthread_cond_wait(&w.cond, &w.lock);
-    }
-    pthread_mutex_unlock(&w.lock);
-    engine_wait_end();
-    rc = w.result;
-  }
-  pthread_cond_destroy(&w.cond);
-  pthread_mutex_destroy(&w.lock);
+  rc = format_submit_wait(b, &op);
   if (rc == 0) {
     *count = op.extent_count <= max ? op.extent_count : max;
   }

@@ -57,6 +57,16 @@ bool format_write_makes_header(uint64_t offset, const void *data, uint64_t len);
 int format_pread(struct backing *b, void *buf, uint64_t len, uint64_t offset);
 int format_pwrite(struct backing *b, const void *buf, uint64_t len, uint64_t offset);
 int format_flush(struct backing *b);
+/* As format_pread, but bytes past the end of b (all of them when b is NULL) read as
+ * zeroes: a qcow2 backing file shorter than its overlay, or a last cluster that ends past
+ * the end of the image file. Returns 0 or -errno. Any thread but an event loop's. */
+int format_pread_zero_tail(struct backing *b, void *buf, uint64_t len, uint64_t offset);
+
+/* Submits `op` (type, offset, length, buf and flags set by the caller; done and opaque are
+ * this function's) to b and waits for its done(). An engine worker that waits lets the
+ * pool grow (engine_wait_begin), so the op itself still finds a worker. Returns the op's
+ * result: 0 or -errno (of the submit or of the op). Any thread but an event loop's. */
+int format_submit_wait(struct backing *b, struct backing_op *op);
 
 /* Synchronous BLOCK_STATUS of [offset, +len) (len > 0, inside b) into ext[0..max): *count
  * extents, consecutive from offset (they may cover less than len). Returns 0 or -errno

@@ -10,12 +10,6 @@
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"
 
-check_clean() { # IMAGE WHAT: qemu-img check finds no error and no leak
-  local out rc=0
-  out=$(qemu-img check "$1" 2>&1) || rc=$?
-  assert_eq "$rc" 0 "$2: qemu-img check's exit status ($out)"
-  grep -q "No errors were found on the image" <<<"$out" || fail "$2: qemu-img check: $out"
-}
 be32() { od -An -tx1 -j "$2" -N4 "$1" | tr -d ' \n' | { read -r h; echo $((16#$h)); }; }
 
 mkrandom "$T/small.raw" $((16 << 20))
@@ -31,7 +25,7 @@ for bits in 1 2 4 8 16 32 64; do
     dg_start "$T/img.qcow2"
     nbdcopy "$src" "$DG_UNIX" 2>"$T/copy.err" || fail "$what: nbdcopy: $(cat "$T/copy.err")"
     dg_stop
-    check_clean "$T/img.qcow2" "$what"
+    qcow2_check_clean "$T/img.qcow2" "$what"
     qemu-img compare -q -f qcow2 -F raw "$T/img.qcow2" "$src" || fail "$what: the data differs"
     if [ "$cs" = 512 ] && [ "$bits" -ge 32 ]; then
       clusters=$(be32 "$T/img.qcow2" 56)

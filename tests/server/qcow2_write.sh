@@ -13,12 +13,6 @@
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"
 
-check_clean() { # IMAGE WHAT: qemu-img check finds no error and no leak
-  local out rc=0
-  out=$(qemu-img check "$1" 2>&1) || rc=$?
-  assert_eq "$rc" 0 "$2: qemu-img check's exit status ($out)"
-  grep -q "No errors were found on the image" <<<"$out" || fail "$2: qemu-img check: $out"
-}
 
 # Writes of every size and alignment: inside one cluster, across cluster boundaries, whole
 # clusters, runs of clusters, overwrites in place, zeroes (with and without unmap) and
@@ -41,7 +35,7 @@ run_ops() { # IMAGE WHAT [serve options...]: OPS through diskgate to IMAGE, into
   qemu-io -f raw "${args[@]}" "$DG_UNIX" >"$T/io.out" 2>&1 || fail "$what: qemu-io through NBD: $(cat "$T/io.out")"
   dg_stop
   qemu-io -f qcow2 "${args[@]}" "$T/oracle.qcow2" >/dev/null || fail "$what: qemu-io on the copy"
-  check_clean "$img" "$what"
+  qcow2_check_clean "$img" "$what"
   qemu-img compare -q "$img" "$T/oracle.qcow2" || fail "$what: the image differs from QEMU's copy"
 }
 
@@ -84,7 +78,7 @@ qemu-io -f raw -c 'write -P 0x77 0 1M' -c 'discard 0 512k' -c 'write -z 512k 256
   fail "trim and zeroes: $(cat "$T/io.out")"
 ! grep -q "Pattern verification failed" "$T/io.out" || fail "trim/zeroes: $(cat "$T/io.out")"
 dg_stop
-check_clean "$T/img.qcow2" "trim and zeroes"
+qcow2_check_clean "$T/img.qcow2" "trim and zeroes"
 # Trimmed clusters without a backing file are freed: the file holds less after a flush.
 used=$(qemu-img info --output=json "$T/img.qcow2" | $PY -c 'import json,sys; print(json.load(sys.stdin)["actual-size"])')
 qemu-img map --output=json "$T/img.qcow2" >"$T/map.json"
@@ -111,7 +105,7 @@ for spec in "cluster_size=65536" "extended_l2=on" "cluster_size=4096"; do
   ! grep -q "Pattern verification failed" "$T/io.out" ||
     fail "overlay ($spec): the base shows through a trimmed or zeroed range: $(cat "$T/io.out")"
   dg_stop
-  check_clean "$T/ovl.qcow2" "overlay trim/zero ($spec)"
+  qcow2_check_clean "$T/ovl.qcow2" "overlay trim/zero ($spec)"
   assert_eq "$(sha256sum <"$T/base.qcow2")" "$base_sum" "the base after trims of its overlay"
 done
 
@@ -155,7 +149,7 @@ for backing in "" "-b $T/base.qcow2 -F qcow2"; do
   ! grep -q "Pattern verification failed" "$T/io.out" ||
     fail "concurrent partial writes ($backing) lost a slice: $(grep -c failed "$T/io.out") failed"
   dg_stop
-  check_clean "$T/par.qcow2" "concurrent partial writes ($backing)"
+  qcow2_check_clean "$T/par.qcow2" "concurrent partial writes ($backing)"
   qemu-io -f qcow2 "${reads[@]}" "$T/par.qcow2" >"$T/io.out" 2>&1 || fail "reads by qemu-io"
   ! grep -q "Pattern verification failed" "$T/io.out" || fail "qemu-io reads other bytes ($backing)"
   clusters=$(qemu-img check "$T/par.qcow2" | sed -n 's/^\([0-9]*\)\/.*allocated.*/\1/p')

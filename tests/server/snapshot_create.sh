@@ -10,12 +10,6 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"
 TOOL=${1:?usage: snapshot_create.sh QCOW2_CREATE_TOOL}
 
-check_clean() { # IMAGE WHAT
-  local out
-  out=$(qemu-img check "$1" 2>&1) || fail "$2: qemu-img check failed: $out"
-  grep -q "No errors were found on the image" <<<"$out" || fail "$2: qemu-img check: $out"
-  ! grep -qi "leak" <<<"$out" || fail "$2: qemu-img check found leaks: $out"
-}
 info_field() { # IMAGE KEY[.KEY...]...: fields of qemu-img info's JSON, "" when absent
   local img=$1
   shift
@@ -35,14 +29,14 @@ print(" ".join(out))' "$@"
 for size in 67108864 $((8 << 40)) 0 1073741824; do
   img=$T/plain.$size.qcow2
   "$TOOL" "$img" "$size" || fail "qcow2_create of $size bytes failed"
-  check_clean "$img" "empty image of $size bytes"
+  qcow2_check_clean "$img" "empty image of $size bytes"
   assert_eq "$(info_field "$img" format virtual-size cluster-size format-specific.data.compat \
                format-specific.data.refcount-bits backing-filename)" \
     "qcow2 $size 65536 1.1 16 " "qemu-img info of $size: format, size, cluster, compat, refcount bits, backing"
 done
 qemu-io -f qcow2 -c 'write -P 0x5a 0 1M' -c 'write -P 0x11 4T 64k' -c 'write -P 0x22 100000 3000' \
   "$T/plain.$((8 << 40)).qcow2" >/dev/null || fail "qemu-io writes to the 8 TiB image"
-check_clean "$T/plain.$((8 << 40)).qcow2" "8 TiB image after writes"
+qcow2_check_clean "$T/plain.$((8 << 40)).qcow2" "8 TiB image after writes"
 qemu-io -f qcow2 -c 'read -P 0x11 4T 64k' -c 'read -P 0x5a 0 100000' -c 'read -P 0 2T 1M' \
   "$T/plain.$((8 << 40)).qcow2" >"$T/io.out" || fail "qemu-io read-back"
 ! grep -q "Pattern verification failed" "$T/io.out" || fail "8 TiB image reads back wrong"
@@ -54,7 +48,7 @@ qemu-io -f qcow2 -c 'write -P 0x77 1M 64k' "$T/base.qcow2" >/dev/null
 for fmt in raw qcow2; do
   img=$T/over.$fmt.qcow2
   "$TOOL" "$img" $((4 << 20)) "$T/base.$fmt" "$fmt" || fail "qcow2_create over $fmt failed"
-  check_clean "$img" "overlay over $fmt"
+  qcow2_check_clean "$img" "overlay over $fmt"
   assert_eq "$(info_field "$img" backing-filename)" "$T/base.$fmt" "backing file over $fmt"
   assert_eq "$(info_field "$img" backing-filename-format)" "$fmt" "backing format over $fmt"
   qemu-img compare -q "$img" "$T/base.$fmt" || fail "overlay over $fmt differs from its base"
@@ -63,7 +57,7 @@ for fmt in raw qcow2; do
     qemu-io -f qcow2 -c "$io" "$img" >/dev/null || fail "qemu-io $io over $fmt"
     qemu-io -f "$fmt" -c "$io" "$T/copy.$fmt" >/dev/null || fail "qemu-io $io on the copy"
   done
-  check_clean "$img" "overlay over $fmt after writes"
+  qcow2_check_clean "$img" "overlay over $fmt after writes"
   qemu-img compare -q -f qcow2 -F "$fmt" "$img" "$T/copy.$fmt" ||
     fail "overlay over $fmt after writes differs from the base with the same writes"
 done

@@ -11,43 +11,6 @@
 
 #include "backing/format.h"
 
-/* Reads `len` bytes of the backing node at `offset` into buf; zeroes past its end. */
-static int read_backing(struct qcow2 *q, uint8_t *buf, uint64_t len, uint64_t offset)
-{
-  uint64_t have = 0;
-
-  if (q->backing_node != NULL && offset < q->backing_node->geo.size) {
-    have = q->backing_node->geo.size - offset;
-    have = have < len ? have : len;
-  }
-  if (have > 0) {
-    int rc = format_pread(q->backing_node, buf, have, offset);
-    if (rc < 0) {
-      return rc;
-    }
-  }
-  memset(buf + have, 0, len - have);
-  return 0;
-}
-
-/* Reads `len` bytes of normal clusters at host offset `host`; the part of a last cluster
- * past the end of the file reads as zeroes (as QEMU reads a short file). */
-static int read_normal(struct qcow2 *q, uint8_t *buf, uint64_t len, uint64_t host)
-{
-  uint64_t file_size = q->file->geo.size;
-  uint64_t have = host < file_size ? file_size - host : 0;
-
-  have = have < len ? have : len;
-  if (have > 0) {
-    int rc = format_pread(q->file, buf, have, host);
-    if (rc < 0) {
-      return rc;
-    }
-  }
-  memset(buf + have, 0, len - have);
-  return 0;
-}
-
 /* Inflates the compressed cluster of `l2_entry` and copies `len` bytes of it from byte
  * `in_cluster` into buf. */
 static int read_compressed(struct qcow2 *q, uint8_t *buf, uint64_t len, uint64_t in_cluster,
@@ -98,13 +61,13 @@ int qcow2_read_slow(struct qcow2 *q, struct backing_op *op)
      * the node is open (qcow2_impl.h), so the bytes read are at worst the old ones. */
     switch (m.kind) {
     case QCOW2_NORMAL:
-      rc = read_normal(q, buf, m.length, m.host_offset);
+      rc = format_pread_zero_tail(q->file, buf, m.length, m.host_offset);
       break;
     case QCOW2_ZERO:
       memset(buf, 0, m.length);
       break;
     case QCOW2_UNALLOC:
-      rc = read_backing(q, buf, m.length, offset);
+      rc = format_pread_zero_tail(q->backing_node, buf, m.length, offset);
       break;
     case QCOW2_COMPRESSED:
       rc = read_compressed(q, buf, m.length, offset & (q->cluster_size - 1), m.l2_entry);

@@ -105,51 +105,15 @@ static bool rc_block_missing(const struct qcow2 *q, uint64_t ri)
 
 /* ---- punching freed clusters ------------------------------------------------------------ */
 
-struct rc_wait {
-  pthread_mutex_t lock;
-  pthread_cond_t cond;
-  bool done;
-  int result;
-};
-
-static void rc_op_done(struct backing_op *op, int result)
-{
-  struct rc_wait *w = op->opaque;
-  pthread_mutex_lock(&w->lock);
-  w->result = result;
-  w->done = true;
-  pthread_cond_signal(&w->cond);
-  pthread_mutex_unlock(&w->lock);
-}
-
 int qcow2_file_op(struct qcow2 *q, enum backing_op_type type, uint64_t offset, uint64_t len)
 {
-  struct rc_wait w = {.done = false, .result = 0};
   struct backing_op op;
-  int rc;
 
-  pthread_mutex_init(&w.lock, NULL);
-  pthread_cond_init(&w.cond, NULL);
   memset(&op, 0, sizeof op);
   op.type = type;
   op.offset = offset;
   op.length = len;
-  op.done = rc_op_done;
-  op.opaque = &w;
-  rc = backing_submit(q->file, &op);
-  if (rc == 0) {
-    engine_wait_begin();
-    pthread_mutex_lock(&w.lock);
-    while (!w.done) {
-      pthread_cond_wait(&w.cond, &w.lock);
-    }
-    pthread_mutex_unlock(&w.lock);
-    engine_wait_end();
-    rc = w.result;
-  }
-  pthread_cond_destroy(&w.cond);
-  pthread_mutex_destroy(&w.lock);
-  return rc;
+  return format_submit_wait(q->file, &op);
 }
 
 /* Discards host bytes [offset, +len) of the image file (clusters whose refcount reached 0).

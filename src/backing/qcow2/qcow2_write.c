@@ -224,24 +224,6 @@ static void wr_l2_put(struct qcow2_l2_table *t)
 
 /* ---- filling a cluster buffer from the old state ---------------------------------------- */
 
-/* Reads guest bytes [guest, + len) of the backing node into buf; zeroes past its end, or
- * everywhere without one. */
-static int wr_read_backing(struct qcow2 *q, uint8_t *buf, uint64_t guest, uint64_t len)
-{
-  struct backing *b = q->backing_node;
-  uint64_t have = 0;
-
-  if (b != NULL && guest < b->geo.size) {
-    have = b->geo.size - guest < len ? b->geo.size - guest : len;
-    int rc = format_pread(b, buf, have, guest);
-    if (rc < 0) {
-      return rc;
-    }
-  }
-  memset(buf + have, 0, len - have);
-  return 0;
-}
-
 /* Fills the subclusters in `fill` of buf (cluster bytes from span_at on) with what they
  * read as under the old entry; `inflated` holds a compressed cluster's data. */
 static int wr_fill(struct qcow2 *q, const struct wr_old *o, uint64_t gcluster, uint32_t fill,
@@ -270,11 +252,11 @@ static int wr_fill(struct qcow2 *q, const struct wr_old *o, uint64_t gcluster, u
     if (kind == 2 && inflated != NULL) {
       memcpy(buf + at - span_at, inflated + at, len);
     } else if (kind == 2) {
-      rc = format_pread(q->file, buf + at - span_at, len, o->off + at);
+      rc = format_pread_zero_tail(q->file, buf + at - span_at, len, o->off + at);
     } else if (kind == 1) {
       memset(buf + at - span_at, 0, len);
     } else {
-      rc = wr_read_backing(q, buf + at - span_at, gcluster + at, len);
+      rc = format_pread_zero_tail(q->backing_node, buf + at - span_at, len, gcluster + at);
     }
     s = e;
   }
