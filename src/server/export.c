@@ -204,6 +204,9 @@ int export_attach(struct export *e)
       log_info("export '%s': %s attached, %llu bytes, %s%s", e->log_name, e->log_spec,
                (unsigned long long)e->backing->geo.size, e->describe,
                e->read_only ? ", read-only" : "");
+      if (e->backing->start_note[0] != '\0') {
+        log_info("export '%s': %s", e->log_name, e->backing->start_note);
+      }
       atomic_store_explicit(&e->attached, true, memory_order_release);
     } else {
       e->attach_error = rc;

@@ -74,6 +74,20 @@ assert_eq "$(grep -c "rbd:rbd/later attached" "$DG_LOG")" 1 "opens for 6 concurr
 dg_stop
 pass "6 concurrent first clients: one open"
 
+# A qcow2 image with the corrupt bit (incompatible_features bit 1, the u64 at byte 72),
+# opened at the first NBD_OPT_GO: served read-only, and the remark that says why reaches
+# the log when it attaches, as it does at start-up for a file.
+qemu-img create -q -f qcow2 "$T/corrupt.qcow2" 16M
+printf '\x00\x00\x00\x00\x00\x00\x00\x02' |
+  dd of="$T/corrupt.qcow2" bs=1 seek=72 conv=notrunc status=none
+rbdc import --no-progress "$T/corrupt.qcow2" rbd/corrupt
+rbd_serve --export vm --format qcow2 rbd:rbd/corrupt
+nbdinfo --is read-only "nbd+unix:///vm?socket=$DG_SOCK" || fail "a corrupt image is writable"
+grep -q "export 'vm': warning: the qcow2 image's corrupt bit is set: served read-only" \
+  "$DG_LOG" || { cat "$DG_LOG" >&2; fail "no corrupt-bit line at the lazy open"; }
+dg_stop
+pass "a lazily opened corrupt qcow2 image: read-only, and the log says why"
+
 # SIGTERM while the first open waits for a monitor that does not answer (paused): the
 # open cannot be interrupted, so shutdown gives up on it after its deadlines (1 + 5 + 5 s)
 # and exits 0 with one line, instead of waiting for librados' own timeouts (minutes).
