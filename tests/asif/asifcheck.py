@@ -8,8 +8,8 @@ shared/asif.md) says a reader must return.
       itself (table 33288, group 7, index 2047 -> status 11, chunk 2, `meta`; bitmap chunk
       3, byte 0xFFE00 = 0x05; the plist parses and holds MANIFEST's stable uuid), and the
       generator rebuilds the file byte for byte from its GUID and stable uuid
-  asifcheck.py sample URI SIZE
-      a served blank sample: size, read-only, minimum block size 512, zero reads (A3),
+  asifcheck.py sample URI SIZE [URI SIZE...]
+      each served blank sample: size, read-only, minimum block size 512, zero reads (A3),
       a read past the size is an error reply, BLOCK_STATUS one HOLE|ZERO extent (A4)
   asifcheck.py cases
       the names of the synthetic cases (CASES)
@@ -17,8 +17,8 @@ shared/asif.md) says a reader must return.
       writes the synthetic image CASE (swapped: the other directory generation active)
   asifcheck.py write-all DIR
       writes every case to DIR/CASE.asif (and DIR/CASE-swapped.asif for two generations)
-  asifcheck.py verify CASE URI [swapped]
-      the served image reads byte for byte as the generator says (whole chunks, odd offsets
+  asifcheck.py verify NAME URI [NAME URI...]
+      NAME is a case, or CASE-swapped; each served image reads byte for byte as the generator says (whole chunks, odd offsets
       and lengths, boundaries) and BLOCK_STATUS says HOLE|ZERO exactly where it says
       unwritten
   asifcheck.py mutants SRC DIR < LINES
@@ -27,8 +27,8 @@ shared/asif.md) says a reader must return.
   asifcheck.py write-bad DIR
       writes the hostile synthetic images BAD_CASES (a fault in guest chunk 1) to
       DIR/NAME.asif and prints their names
-  asifcheck.py verify-bad URI
-      one served BAD_CASES image: reads and BLOCK_STATUS of chunk 1 are error replies, the
+  asifcheck.py verify-bad URI...
+      each served BAD_CASES image: reads and BLOCK_STATUS of chunk 1 are error replies, the
       rest reads as the generator says
   asifcheck.py snapshot URI CASE
       the served synthetic image CASE under --snapshot: writes patterns (the last one ending
@@ -406,12 +406,21 @@ def cmd_verify_bad(uri):
     print("ok: reads and BLOCK_STATUS of the bad entry fail; the rest reads right")
 
 
+def named(uri, fn, *args):
+    """fn(*args); a failure exits naming uri (its socket names the server)."""
+    try:
+        fn(*args)
+    except (AssertionError, nbd.Error) as e:
+        raise SystemExit("FAIL: %s: %s: %s" % (uri, type(e).__name__, e))
+
+
 def main(argv):
     cmd, args = argv[0], argv[1:]
     if cmd == "layout":
         cmd_layout(*args)
     elif cmd == "sample":
-        cmd_sample(*args)
+        for uri, size in zip(args[0::2], args[1::2]):
+            named(uri, cmd_sample, uri, size)
     elif cmd == "cases":
         print("\n".join(CASES))
     elif cmd == "write":
@@ -422,13 +431,16 @@ def main(argv):
             if "old_chunks" in CASES[name]:
                 case_image(name, True).write(os.path.join(args[0], name + "-swapped.asif"))
     elif cmd == "verify":
-        cmd_verify(args[0], args[1], len(args) > 2)
+        for name, uri in zip(args[0::2], args[1::2]):
+            swapped = name.endswith("-swapped")
+            named(uri, cmd_verify, name[:-len("-swapped")] if swapped else name, uri, swapped)
     elif cmd == "mutants":
         cmd_mutants(*args)
     elif cmd == "write-bad":
         cmd_write_bad(*args)
     elif cmd == "verify-bad":
-        cmd_verify_bad(*args)
+        for uri in args:
+            named(uri, cmd_verify_bad, uri)
     elif cmd == "snapshot":
         cmd_snapshot(*args)
     elif cmd == "readonly":

@@ -15,20 +15,16 @@
 # reads and BLOCK_STATUS of the bad chunk are error replies on a connection that keeps
 # serving, and the log says why.
 HERE=$(cd "$(dirname "$0")" && pwd)
-source "$HERE/../lib.sh"
-export PYTHONDONTWRITEBYTECODE=1
-SAMPLES=${DG_ASIF_SAMPLES:-$SRCDIR/../shared/samples/asif}
-[ -f "$SAMPLES/MANIFEST.tsv" ] || fail "no ASIF samples at $SAMPLES (shared/ beside the repository)"
-CHECK=$HERE/asifcheck.py
+source "$HERE/lib_asif.sh"
+asif_samples
 BASE=$T/base.asif
 gunzip -c "$SAMPLES/kernova-blank/BlankDisk-100GB.asif.gz" >"$BASE"
 SIZE=100000000000
 UUID=76433c2b-4294-4c25-a6df-9f690dedf9ff
 mkdir "$T/m"
 
-# NAME EXPECT FIELD VALUE...: EXPECT = the word the refusal line must hold (a regex,
-# case-insensitive), or "meta" (served, the metadata unreadable); "-" ends the magic-less
-# cases that cannot be probed
+# NAME EXPECT FIELD VALUE...: EXPECT = what the refusal line must name (an extended regex,
+# any case), or "meta" (served without the metadata)
 cat >"$T/cases" <<'EOF'
 magic               magic            magic 0x73686478
 version-2           version          version 2
@@ -52,6 +48,7 @@ dirs-overlap        director|overlap dir_b 0x400
 cut-in-dir-b        director|short|end|truncat  truncate 0x41000
 dir-entry0-past-eof table|director   dir[0] 1000
 dir-entry0-bit55    table|director   dir[0] 0x80000000000000
+metadata-in-guest   metadata_chunk   metadata_chunk 1
 meta-dir-huge       meta             dir[33288] 0x7fffffffffffff
 meta-dir-past-eof   meta             dir[33288] 1000
 meta-full-index0    meta             entry@meta 0x4000000000000000
@@ -64,48 +61,64 @@ meta-bitmap-cut     meta             truncate 0x300000
 EOF
 $PY "$CHECK" mutants "$BASE" "$T/m" <"$T/cases"
 
-# refused IMAGE WORD WHAT [serve options...]: exit 2, one line holding WORD
-refused() {
-  local img=$1 word=$2 what=$3 rc=0
-  shift 3
-  timeout 20 "$DISKGATE" serve --socket "$T/r.sock" --engine "${DG_ENGINE:-uring}" "$@" "$img" \
-    >"$T/r.out" 2>&1 || rc=$?
-  assert_eq "$rc" 2 "$what: exit status ($(head -c 600 "$T/r.out"))"
-  assert_eq "$(wc -l <"$T/r.out" | tr -d ' ')" 1 "$what: lines of output ($(cat "$T/r.out"))"
-  grep -qiE "$word" "$T/r.out" || fail "$what: the line does not name '$word': $(cat "$T/r.out")"
-  [ ! -e "$T/r.sock" ] || fail "$what: a refused image left its socket"
-}
-
-nref=0 nmeta=0
+# Every refusal at once (with --format asif; and probed, when the magic is intact), then
+# every image served without its metadata at once, then every hostile synthetic image.
+refusals=() metas=()
 while read -r name expect _; do
   img=$T/m/$name.asif
-  if [ "$expect" != meta ]; then
-    refused "$img" "$expect" "$name (--format asif)" --format asif
-    [ "$name" = magic ] || refused "$img" "$expect" "$name (probed)"
-    echo "$name: refused: $(cat "$T/r.out")"
-    nref=$((nref + 1))
+  if [ "$expect" = meta ]; then
+    asif_launch "$name" --format asif "$img"
+    metas+=("$name")
     continue
   fi
-  # B4/B5 on the metadata: served, guest reads work, one warning about the metadata
-  dg_start --format asif "$img"
-  $PY "$CHECK" sample "$DG_UNIX" "$SIZE" >/dev/null || fail "$name: guest checks above"
-  dg_stop
-  ! grep -qF "$UUID" "$DG_LOG" || fail "$name: the stable uuid was logged: $(cat "$DG_LOG")"
-  assert_eq "$(grep -ci "metadata" "$DG_LOG")" 1 "$name: lines about the metadata ($(cat "$DG_LOG"))"
-  echo "$name: served: $(grep -i "metadata" "$DG_LOG")"
-  nmeta=$((nmeta + 1))
+  asif_launch "r-$name" --format asif "$img"
+  refusals+=("r-$name $expect")
+  if [ "$name" != magic ]; then
+    asif_launch "p-$name" "$img"
+    refusals+=("p-$name $expect")
+  fi
 done <"$T/cases"
 
-# B5 inside the guest range: a bad entry is refused when read, not at start-up
-mkdir "$T/b"
-nbad=0
-for name in $($PY "$CHECK" write-bad "$T/b"); do
-  dg_start --format asif "$T/b/$name.asif"
-  $PY "$CHECK" verify-bad "$DG_UNIX" >/dev/null || fail "$name: the checks above"
-  kill -0 "$DG_PID" || fail "$name: the server died"
-  dg_stop
-  grep -qiE "entry|bitmap|chunk" "$DG_LOG" ||
-    fail "$name: no log line about the bad entry: $(cat "$DG_LOG")"
-  nbad=$((nbad + 1))
+for r in "${refusals[@]}"; do
+  read -r name expect <<<"$r"
+  asif_exit "$name"
+  log=$(asif_log "$name")
+  assert_eq "$ASIF_RC" 2 "$name: exit status ($(head -c 600 "$log"))"
+  assert_eq "$(wc -l <"$log" | tr -d ' ')" 1 "$name: lines of output ($(cat "$log"))"
+  grep -qiE "$expect" "$log" || fail "$name: the line does not name '$expect': $(cat "$log")"
+  [ ! -e "$T/$name.sock" ] || fail "$name: a refused image left its socket"
+  echo "$name: $(cat "$log")"
 done
-pass "ASIF mutations: $nref refused in one line, $nmeta served without their metadata, $nbad bad guest entries refused per read"
+
+# B4/B5 on the metadata: served, guest reads work, one warning about the metadata
+asif_wait "${metas[@]}"
+args=()
+for name in "${metas[@]}"; do args+=("$(asif_uri "$name")" "$SIZE"); done
+$PY "$CHECK" sample "${args[@]}" >/dev/null
+asif_stop "${metas[@]}"
+for name in "${metas[@]}"; do
+  log=$(asif_log "$name")
+  ! grep -qF "$UUID" "$log" || fail "$name: the stable uuid was logged: $(cat "$log")"
+  assert_eq "$(grep -ci "metadata" "$log")" 1 "$name: lines about the metadata ($(cat "$log"))"
+  echo "$name: served: $(grep -i "metadata" "$log")"
+done
+
+# B5 inside the guest range: the server starts; reads of the bad entry are refused
+mkdir "$T/b"
+bads=() args=()
+for name in $($PY "$CHECK" write-bad "$T/b"); do
+  asif_launch "$name" --format asif "$T/b/$name.asif"
+  bads+=("$name")
+  args+=("$(asif_uri "$name")")
+done
+asif_wait "${bads[@]}"
+$PY "$CHECK" verify-bad "${args[@]}" >/dev/null
+for name in "${bads[@]}"; do
+  kill -0 "${ASIF_PID[$name]}" || fail "$name: the server died"
+done
+asif_stop "${bads[@]}"
+for name in "${bads[@]}"; do
+  log=$(asif_log "$name")
+  grep -qiE "entry|bitmap|chunk" "$log" || fail "$name: no log line about the bad entry: $(cat "$log")"
+done
+pass "ASIF mutations: ${#refusals[@]} refusals in one line, ${#metas[@]} served without their metadata, ${#bads[@]} bad guest entries refused per read"

@@ -12,46 +12,48 @@
 # and the image file is unchanged; a raw file (probed) refuses a WRITE that would give it
 # the ASIF magic.
 HERE=$(cd "$(dirname "$0")" && pwd)
-source "$HERE/../lib.sh"
-export PYTHONDONTWRITEBYTECODE=1
-CHECK=$HERE/asifcheck.py
-mkdir "$T/c"
+source "$HERE/lib_asif.sh"
+mkdir "$T/c" "$T/tmp"
 $PY "$CHECK" write-all "$T/c"
 
+# every case served at once (odd ones with --format asif, even ones probed), and three more
+# servers: c1-full read-only and with --snapshot, and a probed raw file
+names=() args=()
 n=0
 for img in "$T"/c/*.asif; do
   name=$(basename "$img" .asif)
-  swapped=()
-  case "$name" in *-swapped) name=${name%-swapped}; swapped=(swapped) ;; esac
   opts=()
   [ $((n % 2)) -eq 1 ] && opts=(--format asif)
-  dg_start "${opts[@]}" "$img"
-  $PY "$CHECK" verify "$name" "$DG_UNIX" "${swapped[@]}" || fail "$name ${swapped[*]}: the checks above"
-  dg_stop
+  asif_launch "$name" "${opts[@]}" "$img"
+  names+=("$name")
+  args+=("$name" "$(asif_uri "$name")")
   n=$((n + 1))
 done
-
-# read-only without --snapshot: the export says so, a WRITE is EPERM, the log says why
 img=$T/c/c1-full.asif
 sum=$(sha256sum <"$img")
-dg_start "$img"
-$PY "$CHECK" readonly "$DG_UNIX" || fail "read-only: the checks above"
-dg_stop
-grep -qF ", read-only" "$DG_LOG" || fail "the serving line does not say read-only: $(cat "$DG_LOG")"
-grep -qiE "read-only.*(asif|writ)|(asif|writ).*read-only" <(grep -vF "serving $img" "$DG_LOG") ||
-  fail "no line says why the ASIF image is read-only: $(cat "$DG_LOG")"
-# --snapshot: writes to a throw-away overlay; the image is unchanged
-mkdir "$T/tmp"
-TMPDIR=$T/tmp dg_start --snapshot "$img"
-$PY "$CHECK" snapshot "$DG_UNIX" c1-full ||
-  fail "--snapshot: the checks above"
-dg_stop
+asif_launch ro "$img"
+TMPDIR=$T/tmp asif_launch snap --snapshot "$img"
+truncate -s 4M "$T/raw.img"
+asif_launch raw "$T/raw.img"
+asif_wait "${names[@]}" ro snap raw
+
+$PY "$CHECK" verify "${args[@]}"
+# read-only without --snapshot: the export says so, a WRITE is EPERM
+$PY "$CHECK" readonly "$(asif_uri ro)"
+# --snapshot: writes to a throw-away overlay
+$PY "$CHECK" snapshot "$(asif_uri snap)" c1-full
+# a probed raw file: a WRITE giving sector 0 the ASIF magic is refused
+$PY "$CHECK" probedraw "$(asif_uri raw)"
+asif_stop "${names[@]}" ro snap raw
+
+log=$(asif_log ro)
+grep -qF ", read-only" "$log" || fail "ro: the serving line does not say read-only: $(cat "$log")"
+grep -vF "serving $img" "$log" | grep -qiE "read-only" ||
+  fail "ro: no line says why the ASIF image is read-only: $(cat "$log")"
 assert_eq "$(sha256sum <"$img")" "$sum" "the image's sha256 after --snapshot writes"
 assert_eq "$(ls -A "$T/tmp")" "" "files left in TMPDIR by --snapshot"
-# a probed raw file: a WRITE giving sector 0 the ASIF magic is refused
-truncate -s 4M "$T/raw.img"
-dg_start "$T/raw.img"
-$PY "$CHECK" probedraw "$DG_UNIX" || fail "probed raw: the checks above"
-dg_stop
-assert_eq "$(head -c 4 "$T/raw.img")" "shdX" "sector 0 of the raw file"
+grep -qF "writes to the temporary overlay" "$(asif_log snap)" ||
+  fail "snap: the log does not name the overlay: $(cat "$(asif_log snap)")"
+assert_eq "$(head -c 4 "$T/raw.img")" "shdX" "sector 0 of the raw file after the allowed WRITE"
+grep -qF "raw image (probed)" "$(asif_log raw)" || fail "raw: not probed raw: $(cat "$(asif_log raw)")"
 pass "ASIF synthetic images: $n served as the generator says; read-only, --snapshot, the probed-raw guard"
