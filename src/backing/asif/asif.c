@@ -199,6 +199,7 @@ static void geometry_set(struct asif *a)
   g->can_multi_conn = true;
   g->can_extents = true;
   g->can_cache = true;
+  g->can_depth = true; /* no backing file: data is depth 1, a hole is 0 (unallocated) */
   g->sync_channels = 1;
 }
 

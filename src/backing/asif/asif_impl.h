@@ -249,10 +249,10 @@ int asif_map_at(struct asif *a, uint64_t offset, uint64_t len, struct asif_seg *
 int asif_read_logical(struct asif *a, void *buf, uint64_t offset, uint64_t len, char *why,
                       size_t why_len);
 
-/* BLOCK_STATUS of op (inside h.size): HOLE|ZERO for zero runs, 0 for data, merged;
- * op->extent_count set (the extents before a fault, if any). Returns 0 or -errno (as
- * asif_read_logical; a malformed entry is reported through asif_report). Lock not held;
- * engine worker. */
+/* BLOCK_STATUS of op (inside h.size): HOLE|ZERO and depth 0 for zero runs, flags 0 and
+ * depth 1 for data, merged; op->extent_count set (the extents before a fault, if any).
+ * Returns 0 or -errno (as asif_read_logical; a malformed entry is reported through
+ * asif_report). Lock not held; engine worker. */
 int asif_block_status(struct asif *a, struct backing_op *op);
 
 /* Writes the one log line about a malformed entry (the first one only) and returns -EIO.

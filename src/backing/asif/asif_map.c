@@ -212,7 +212,8 @@ int asif_block_status(struct asif *a, struct backing_op *op)
     if (n > 0 && ext[n - 1].flags == flags) {
       ext[n - 1].length += seg.len;
     } else if (n < op->extent_max) {
-      ext[n++] = (struct backing_extent){.length = seg.len, .flags = flags, .depth = 1};
+      ext[n++] = (struct backing_extent){.length = seg.len, .flags = flags,
+                                         .depth = seg.data ? 1u : 0u};
     } else {
       break;
     }
