@@ -5,7 +5,8 @@
  * zeroes), unmapped and never written chunks read byte for byte, through an engine worker
  * and then through the fast path; BLOCK_STATUS is merged hole|zero and data extents; a
  * partly written chunk with one block in an unseen bitmap state is refused whole; writes
- * are refused; an ASIF spec is opened read-only, so two servers of it share its lock. */
+ * are refused; an ASIF spec is opened read-only, so two servers of it share its lock; a
+ * qcow2 image whose backing file has format "asif" reads through it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -22,6 +23,7 @@
 
 #include "backing/asif/asif.h"
 #include "backing/format.h"
+#include "backing/qcow2/qcow2.h"
 #include "io/engine.h"
 #include "server/export_open.h"
 #include "util/bytes.h"
@@ -262,6 +264,34 @@ static void test_reader_lock(void **state)
   backing_close(a);
 }
 
+/* A qcow2 overlay (what --snapshot makes) naming the image as its backing file of format
+ * "asif": opened by probing, it reads the ASIF bytes where it has no cluster of its own. */
+static void test_qcow2_over_asif(void **state)
+{
+  char overlay[] = "/tmp/test-asif-overlay.XXXXXX";
+  struct backing_options opts = {.engine = engine, .read_only = true};
+  struct backing *top = NULL;
+  bool probed_raw = true;
+  char why[512] = "";
+  int fd = mkstemp(overlay);
+
+  (void)state;
+  assert_true(fd >= 0);
+  close(fd);
+  unlink(overlay); /* qcow2_create makes it with O_EXCL */
+  assert_int_equal(qcow2_create(overlay, (uint64_t)GUEST_CHUNKS * CS, path, "asif"), 0);
+  int rc = format_open(overlay, IMAGE_FORMAT_AUTO, &opts, 0, &top, &probed_raw, why,
+                       sizeof why);
+  unlink(overlay);
+  if (rc != 0) {
+    fail_msg("open: %s: %s", strerror(-rc), why);
+  }
+  assert_int_equal(format_of_node(top), IMAGE_FORMAT_QCOW2);
+  read_check(top, 0, 4 * CS);
+  read_check(top, CS - 512, 2048);
+  backing_close(top);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -269,6 +299,7 @@ int main(void)
       cmocka_unit_test(test_unseen_state_refused),
       cmocka_unit_test(test_block_status),
       cmocka_unit_test(test_reader_lock),
+      cmocka_unit_test(test_qcow2_over_asif),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
