@@ -18,20 +18,21 @@
 #define OVERLAY_NAME_TRIES 16
 
 struct backing_options export_stack_base_options(const struct backing_options *opts,
-                                                 bool snapshot)
+                                                 bool snapshot, const char *spec,
+                                                 enum image_format format)
 {
   struct backing_options base = *opts;
 
-  if (snapshot) {
+  if (snapshot || (!base.read_only && format_spec_read_only(spec, format))) {
     base.read_only = true;
   }
   return base;
 }
 
-/* The one line for a format_open_node failure `rc` on a->spec; `detail` is the engine's
- * reason ("" for none). */
-static void format_refusal(const struct export_stack_args *a, int rc, const char *detail,
-                           char *why, size_t size)
+/* The one line for a format_open_node failure `rc` on a->spec, opened as `fmt` (the format
+ * named or probed); `detail` is the engine's reason ("" for none). */
+static void format_refusal(const struct export_stack_args *a, enum image_format fmt, int rc,
+                           const char *detail, char *why, size_t size)
 {
   char shown[LOG_SHOWN_MAX];
   const char *d = log_escape_str(shown, sizeof shown, detail);
@@ -39,6 +40,11 @@ static void format_refusal(const struct export_stack_args *a, int rc, const char
 
   switch (rc) {
   case -EINVAL:
+    if (fmt == IMAGE_FORMAT_ASIF) {
+      snprintf(why, size, "%s: not a valid ASIF image (malformed, or in a state no known reader "
+               "has seen)%s%s; refused", a->spec_shown, open, d);
+      break;
+    }
     snprintf(why, size, "%s: not a valid qcow2 image (malformed header or tables)%s%s; refused",
              a->spec_shown, open, d);
     break;
@@ -158,7 +164,8 @@ int export_stack_open(const struct export_stack_args *a, struct backing *child,
                       struct backing **out, bool *probed_raw, char *describe, char *why,
                       size_t size)
 {
-  struct backing_options base_opts = export_stack_base_options(a->opts, a->snapshot);
+  struct backing_options base_opts =
+      export_stack_base_options(a->opts, a->snapshot, a->spec, a->format);
   struct backing *node;
   char detail[EXPORT_STACK_TEXT_MAX / 2];
   enum image_format fmt;
@@ -169,7 +176,12 @@ int export_stack_open(const struct export_stack_args *a, struct backing *child,
   rc = format_open_node(child, a->spec, a->format, &base_opts, 0, &node, probed_raw, detail,
                         sizeof detail);
   if (rc < 0) {
-    format_refusal(a, rc, detail, why, size);
+    fmt = a->format;
+    if (fmt == IMAGE_FORMAT_AUTO && (!format_spec_probed(a->spec) ||
+                                     format_probe(child, &fmt) < 0)) {
+      fmt = IMAGE_FORMAT_RAW;
+    }
+    format_refusal(a, fmt, rc, detail, why, size);
     backing_close(child);
     return rc;
   }
