@@ -8,7 +8,8 @@
 # `asifcheck.py layout` also checks in the files themselves, with the generator rebuilding
 # each file byte for byte); zero reads at [0, 4096), [size-512, size), across the last
 # chunk boundary up to the size, at 126 GiB where the size allows; reads past the size are
-# error replies (A3); BLOCK_STATUS and nbdinfo --map give one hole,zero extent (A4).
+# error replies (A3); BLOCK_STATUS over the first and the last 256 GiB is one HOLE|ZERO
+# extent, and so is nbdinfo --map over the whole disk up to 1 TB and at 10 TB (A4).
 # Directory choice on 3 sizes: with the inactive directory A's metadata table entry
 # pointing past the end of the file, the uuid is still read (B, sequence 1, is active:
 # A2); with A's sequence raised to 2 and B's entry broken instead, likewise, and every
@@ -76,6 +77,9 @@ for ((b = 0; b < ${#ROWS[@]}; b += 10)); do
   $PY "$CHECK" sample "${args[@]}" >/dev/null
   for ((i = 0; i < ${#names[@]}; i++)); do
     size=${args[2 * i + 1]}
+    # whole disks up to 1 TB, and the largest: 4 GiB a request, a few ms each under ASan
+    [[ "${names[i]}" == s* ]] && { [ "$size" -le 1000000000000 ] || [ "$size" -eq 10000000000000 ]; } ||
+      continue
     map=$(nbdinfo --map "${args[2 * i]}")
     [ "$(wc -l <<<"$map")" -eq 1 ] && [ "$(awk '{print $1, $2, $3, $4}' <<<"$map")" = "0 $size 3 hole,zero" ] ||
       fail "${names[i]}: nbdinfo --map: $map"
