@@ -7,7 +7,7 @@ shared/asif.md) says a reader must return.
       every sample gunzipped in DIR: the metadata mapping of asif.md 11 A5 read from the file
       itself (table 33288, group 7, index 2047 -> status 11, chunk 2, `meta`; bitmap chunk
       3, byte 0xFFE00 = 0x05; the plist parses and holds MANIFEST's stable uuid), and the
-      generator rebuilds the file byte for byte from its GUID and stable uuid
+      generator rebuilds three of them (REBUILT) byte for byte from GUID and stable uuid
   asifcheck.py sample URI SIZE [URI SIZE...]
       each served blank sample: size, read-only, minimum block size 512, zero reads (A3),
       a read past the size is an error reply, BLOCK_STATUS one HOLE|ZERO extent (A4)
@@ -202,16 +202,24 @@ def cmd_sample(uri, size):
     expect_err((errno.EINVAL, errno.EIO), "a read past the size", h.pread, 512, size)
     # the connection still serves after the refusals
     assert h.pread(512, size - 512) == bytes(512), "read after the refused ones"
-    # BLOCK_STATUS over the first and the last 256 GiB (a whole 10 TB disk takes 2,329
-    # requests; samples.sh maps whole disks with nbdinfo --map where that is cheap)
-    win = min(size, 256 * GiB)
-    for start in sorted({0, size - win}):
+    # BLOCK_STATUS over the first and the last 8 GiB and across the 126 GiB table boundary
+    # (a whole 10 TB disk takes 2,329 requests, seconds under ASan; samples.sh maps whole
+    # disks up to 1 TB with nbdinfo --map)
+    win = min(size, 8 * GiB)
+    starts = {0, size - win}
+    if size >= d + 4 * GiB:
+        starts.add(d - 4 * GiB)
+    for start in sorted(starts):
         runs = block_status_all(h, win, 512, start)
         assert runs == [(start, win, HOLE_ZERO)], \
             "BLOCK_STATUS of [%d, +%d): %s, expected one HOLE|ZERO extent" % (start, win, runs[:4])
     h.shutdown()
     print("ok: size %d, read-only, min block 512, %d zero reads, hole extents" % (size,
                                                                                   len(reads)))
+
+
+# The samples the generator rebuilds byte for byte (all 25 do; three keep the run short)
+REBUILT = ("BlankDisk-10GB.asif", "BlankDisk-150GB.asif", "BlankDisk-10000GB.asif")
 
 
 def cmd_layout(folder, manifest):
@@ -239,11 +247,12 @@ def cmd_layout(folder, manifest):
         pl = plistlib.loads(text)
         su = pl["internal metadata"]["stable uuid"]
         assert su == row[col["stable_uuid"]], "%s: stable uuid %s" % (name, su)
-        img = asifimg.Image(p["sector_count"] * 512, guid=row[col["header_guid"]],
-                            stable_uuid=su)
-        assert img.tobytes() == blob, "%s: the generator does not rebuild it" % name
-    print("ok: %d samples: metadata mapping (A5), directory B active (A2), the generator "
-          "rebuilds each byte for byte" % len(rows))
+        if name in REBUILT:
+            img = asifimg.Image(p["sector_count"] * 512, guid=row[col["header_guid"]],
+                                stable_uuid=su)
+            assert img.tobytes() == blob, "%s: the generator does not rebuild it" % name
+    print("ok: %d samples: metadata mapping (A5), directory B active (A2); the generator "
+          "rebuilds %d byte for byte" % (len(rows), len(REBUILT)))
 
 
 def odd_reads(img, seed, count):
