@@ -26,7 +26,7 @@ shared/asif.md) says a reader must return.
       with asifimg.mutate(FIELD, VALUE) applied
   asifcheck.py write-bad DIR
       writes the hostile synthetic images BAD_CASES (a fault in guest chunk 1) to
-      DIR/NAME.asif and prints their names
+      DIR/NAME.asif and prints "NAME REGEX" lines (the regex of the log line, _ for space)
   asifcheck.py verify-bad URI...
       each served BAD_CASES image: reads and BLOCK_STATUS of chunk 1 are error replies, the
       rest reads as the generator says
@@ -374,25 +374,35 @@ def cmd_mutants(src, folder):
 
 # Hostile synthetic images (asif.md 11 B5 inside the guest range): guest chunk 0 is a full
 # chunk of 0x5A, guest chunk 1 carries the fault. Each: (Image keyword arguments, the
-# bitmap byte of guest chunk 1's block 0 to write afterwards or None).
+# bitmap byte of guest chunk 1's blocks 0-3 to write afterwards or None, an extended regex
+# the server's log line about the fault must match).
 def _bad_cases():
     e = asifimg.entry
     full0 = {0: ("full", 0x5A)}
     part1 = full0 | {1: ("partial", {0: 0x11, 1: 0x12}, 0xEE)}
     return {
-        "b5-full-index0": (dict(chunks=full0, entries={1: e(1, 0)}), None),
-        "b5-partial-index0": (dict(chunks=part1, entries={1: e(3, 0)}), None),
-        "b5-never-index5": (dict(chunks=full0, entries={1: e(0, 5)}), None),
-        "b5-unmapped-index5": (dict(chunks=full0, entries={1: e(2, 5)}), None),
-        "b5-reserved-bit58": (dict(chunks=full0, entries={1: e(1, 1) | 1 << 58}), None),
-        "b5-reserved-bit55": (dict(chunks=full0, entries={1: e(1, 1) | 1 << 55}), None),
-        "b5-past-eof": (dict(chunks=full0, entries={1: e(1, 1000)}), None),
-        "b5-huge-index": (dict(chunks=full0, entries={1: e(1, (1 << 55) - 1)}), None),
-        "b5-bitmap-entry0": (dict(chunks=part1, bitmap_entries={1: 0}), None),
-        "b5-bitmap-entry-flags": (dict(chunks=part1, bitmap_entries={1: 1 << 62 | 4}), None),
-        "b5-bitmap-past-eof": (dict(chunks=part1, bitmap_entries={1: 1000}), None),
-        "b5-bitmap-state11": (dict(chunks=part1), 0xFF),
-        "b5-bitmap-state10": (dict(chunks=part1), 0xAA),
+        "b5-full-index0": (dict(chunks=full0, entries={1: e(1, 0)}), None, "01 with chunk 0"),
+        "b5-partial-index0": (dict(chunks=part1, entries={1: e(3, 0)}), None,
+                              "11 with chunk 0"),
+        "b5-never-index5": (dict(chunks=full0, entries={1: e(0, 5)}), None, "00 with chunk 5"),
+        "b5-unmapped-index5": (dict(chunks=full0, entries={1: e(2, 5)}), None,
+                               "10 with chunk 5"),
+        "b5-reserved-bit58": (dict(chunks=full0, entries={1: e(1, 1) | 1 << 58}), None,
+                              "reserved"),
+        "b5-reserved-bit55": (dict(chunks=full0, entries={1: e(1, 1) | 1 << 55}), None,
+                              "reserved"),
+        "b5-past-eof": (dict(chunks=full0, entries={1: e(1, 1000)}), None,
+                        "chunk 1000 .*end of the file"),
+        "b5-huge-index": (dict(chunks=full0, entries={1: e(1, (1 << 55) - 1)}), None,
+                          "chunk %d .*end of the file" % ((1 << 55) - 1)),
+        "b5-bitmap-entry0": (dict(chunks=part1, bitmap_entries={1: 0}), None,
+                             "bitmap entry is 0"),
+        "b5-bitmap-entry-flags": (dict(chunks=part1, bitmap_entries={1: 1 << 62 | 4}), None,
+                                  "bitmap entry .*bits 55-63"),
+        "b5-bitmap-past-eof": (dict(chunks=part1, bitmap_entries={1: 1000}), None,
+                               "bitmap entry.*chunk 1000 .*end of the file"),
+        "b5-bitmap-state11": (dict(chunks=part1), 0xFF, "state 10 or 11"),
+        "b5-bitmap-state10": (dict(chunks=part1), 0xAA, "state 10 or 11"),
     }
 
 
@@ -400,13 +410,13 @@ BAD_CASES = _bad_cases()
 
 
 def cmd_write_bad(folder):
-    for name, (kw, byte) in BAD_CASES.items():
+    for name, (kw, byte, why) in BAD_CASES.items():
         img = asifimg.Image(8 * MiB, **kw)
         path = os.path.join(folder, name + ".asif")
         img.write(path)
         if byte is not None:
             asifimg.mutate(path, "bitmap_byte@%d" % MiB, byte)
-        print(name)
+        print(name, why.replace(" ", "_"))
 
 
 def cmd_verify_bad(uri):

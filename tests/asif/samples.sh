@@ -13,7 +13,7 @@
 # Directory choice on 2 sizes: with the inactive directory A's metadata table entry
 # pointing past the end of the file, the uuid is still read (B, sequence 1, is active:
 # A2); with A's sequence raised to 2 and B's entry broken instead, likewise, and every
-# check above gives the same results (A6).
+# check above gives the same results (A6); so too with both sequences 1 (a tie picks A).
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib_asif.sh"
 asif_samples
@@ -46,6 +46,10 @@ for gb in 150 10000; do
   $PY "$ASIFIMG" mutate "$T/a6-$gb.asif" seq_a 2
   $PY "$ASIFIMG" mutate "$T/a6-$gb.asif" "dir_b[$T_META]" 1000
   ROWS+=("a6-$gb $T/a6-$gb.asif $size $guid $uuid 0")
+  # a tie (both sequence 1) picks A; B's entry broken
+  cp "$T/a6-$gb.asif" "$T/tie-$gb.asif"
+  $PY "$ASIFIMG" mutate "$T/tie-$gb.asif" seq_a 1
+  ROWS+=("tie-$gb $T/tie-$gb.asif $size $guid $uuid 1")
 done
 
 # log_check NAME SIZE GUID UUID PROBED: the serving line, one GUID + uuid line, no warning
