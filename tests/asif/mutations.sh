@@ -111,7 +111,7 @@ for name in "${metas[@]}"; do
   log=$(asif_log "$name")
   ! grep -qF "$UUID" "$log" || fail "$name: the stable uuid was logged: $(cat "$log")"
   assert_eq "$(grep -ci "metadata" "$log")" 1 "$name: lines about the metadata ($(cat "$log"))"
-  grep -i "metadata" "$log" | grep -qE "${WHY[$name]}" ||
+  grep -i "metadata" "$log" | grep -E "${WHY[$name]}" >/dev/null ||
     fail "$name: the metadata warning does not say '${WHY[$name]}': $(cat "$log")"
   echo "$name: served: $(grep -i "metadata" "$log")"
 done
@@ -134,7 +134,7 @@ asif_stop "${bads[@]}"
 for name in "${bads[@]}"; do
   log=$(asif_log "$name")
   assert_eq "$(grep -c "error: asif image $T/b/$name.asif: " "$log")" 1 "$name: error lines ($(cat "$log"))"
-  grep "error: asif image " "$log" | grep -qE "${WHY[$name]}" ||
+  grep "error: asif image " "$log" | grep -E "${WHY[$name]}" >/dev/null ||
     fail "$name: the error line does not say '${WHY[$name]}': $(cat "$log")"
 done
 pass "ASIF mutations: ${#refusals[@]} refusals in one line, ${#metas[@]} served without their metadata, ${#bads[@]} bad guest entries refused per read"
