@@ -10,9 +10,11 @@
 #       exited (with its log) or did not become ready within 30 s.
 #   asif_uri NAME         prints the server's nbd+unix URI.
 #   asif_log NAME         prints the path of its log.
-#   asif_stop NAME...     SIGTERM to each, then waits for each: exit status 0 required.
+#   asif_stop NAME...     SIGTERM to each, then waits for each: exit status 0 and no
+#       sanitizer report in its log required.
 #   asif_exit NAME        waits for a server expected to refuse its image; sets ASIF_RC to
-#       its exit status (fails when it is still running after 30 s).
+#       its exit status (fails when it is still running after 30 s, or on a sanitizer
+#       report in its log).
 #   asif_samples          sets SAMPLES (shared/samples/asif beside the repository, or
 #       DG_ASIF_SAMPLES) and MANIFEST; fails when they are missing.
 HERE_ASIFLIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -57,6 +59,7 @@ asif_stop() {
     rc=0
     wait "${ASIF_PID[$name]}" || rc=$?
     [ "$rc" -eq 0 ] || { cat "$T/$name.log" >&2; fail "$name: diskgate exited $rc after SIGTERM"; }
+    asif_sanitized "$name"
     unset "ASIF_PID[$name]"
   done
 }
@@ -69,7 +72,15 @@ asif_exit() {
   done
   ASIF_RC=0
   wait "${ASIF_PID[$name]}" || ASIF_RC=$?
+  asif_sanitized "$name"
   unset "ASIF_PID[$name]"
+}
+
+# asif_sanitized NAME: the server's log holds no sanitizer report (UBSan only prints one
+# unless UBSAN_OPTIONS says halt_on_error, as scripts/check.sh does).
+asif_sanitized() {
+  ! grep -qE "runtime error:|ERROR: (Address|Leak|UndefinedBehavior)Sanitizer" "$T/$1.log" ||
+    { cat "$T/$1.log" >&2; fail "$1: a sanitizer report (above)"; }
 }
 
 asif_samples() {

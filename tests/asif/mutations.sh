@@ -5,15 +5,15 @@
 # header_size; B2 sector counts whose products overflow or whose directory is too big; B3
 # directories past the end, inside the header, overlapping, a file cut inside directory B;
 # a guest-range directory entry past the end or with high bits) is refused at start-up
-# with exit status 2 and exactly one line naming the field, with --format asif and, when
-# the magic is intact, when probed; nothing crashes (the ASan build runs it too). A broken
+# with exit status 2 and exactly one line naming the field, with --format asif and, for
+# one case of each kind, when probed; nothing crashes (the ASan build runs it too). A broken
 # metadata mapping (B4: the metadata's directory entry 2^55-1 or past the end; B5 on the
 # metadata's table entry: 01 with index 0, 00 and 10 with index 5, reserved bit 58, 11
 # with bitmap entry 0, bitmap state 11; the bitmap chunk cut off) is served: the guest
 # reads work, the log has one warning line about the metadata and no stable uuid. B5
 # inside the guest range (synthetic images, asifcheck.py BAD_CASES): the server starts,
 # reads and BLOCK_STATUS of the bad chunk are error replies on a connection that keeps
-# serving, and the log says why.
+# serving, and the log has one error line saying why.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib_asif.sh"
 asif_samples
@@ -24,7 +24,8 @@ UUID=76433c2b-4294-4c25-a6df-9f690dedf9ff
 mkdir "$T/m"
 
 # NAME EXPECT FIELD VALUE...: EXPECT = what the refusal line must name (an extended regex,
-# any case), or "meta" (served without the metadata)
+# any case), or meta:REGEX (served without the metadata; REGEX, _ for a space, is what the
+# warning must say)
 cat >"$T/cases" <<'EOF'
 magic               magic            magic 0x73686478
 version-2           version          version 2
@@ -50,31 +51,35 @@ cut-in-dir-b        directory.B      truncate 0x60000
 dir-entry0-past-eof table|director   dir[0] 1000
 dir-entry0-bit55    table|director   dir[0] 0x80000000000000
 metadata-in-guest   metadata_chunk   metadata_chunk 1
-meta-dir-huge       meta             dir[33288] 0x7fffffffffffff
-meta-dir-past-eof   meta             dir[33288] 1000
-meta-full-index0    meta             entry@meta 0x4000000000000000
-meta-never-index5   meta             entry@meta 5
-meta-unmapped-idx5  meta             entry@meta 0x8000000000000005
-meta-reserved-58    meta             entry@meta 0xc400000000000002
-meta-bitmap-entry0  meta             bitmap_entry@meta 0
-meta-bitmap-state11 meta             bitmap_byte@meta 0xff
-meta-bitmap-cut     meta             truncate 0x300000
+meta-dir-huge       meta:directory_entry_33288 dir[33288] 0x7fffffffffffff
+meta-dir-past-eof   meta:directory_entry_33288 dir[33288] 1000
+meta-full-index0    meta:01_with_chunk_0 entry@meta 0x4000000000000000
+meta-never-index5   meta:00_with_chunk_5 entry@meta 5
+meta-unmapped-idx5  meta:10_with_chunk_5 entry@meta 0x8000000000000005
+meta-reserved-58    meta:reserved entry@meta 0xc400000000000002
+meta-bitmap-entry0  meta:bitmap_entry_is_0 bitmap_entry@meta 0
+meta-bitmap-state11 meta:state_10_or_11 bitmap_byte@meta 0xff
+meta-bitmap-cut     meta:chunk_3_.*end_of_the_file truncate 0x300000
 EOF
 $PY "$CHECK" mutants "$BASE" "$T/m" <"$T/cases"
 
-# Every refusal at once (with --format asif; and probed, when the magic is intact), then
+# Every refusal at once (with --format asif; and probed, for one case of each kind), then
 # every image served without its metadata at once, then every hostile synthetic image.
+declare -A WHY=()
+PROBED="version-2 block-size-1000 chunk-size-8k max-overflows dir-b-wraps cut-in-dir-b dir-entry0-past-eof"
 refusals=() metas=()
 while read -r name expect _; do
   img=$T/m/$name.asif
-  if [ "$expect" = meta ]; then
+  if [[ "$expect" == meta:* ]]; then
     asif_launch "$name" --format asif "$img"
     metas+=("$name")
+    WHY[$name]=${expect#meta:}
+    WHY[$name]=${WHY[$name]//_/ }
     continue
   fi
   asif_launch "r-$name" --format asif "$img"
   refusals+=("r-$name $expect $img")
-  if [ "$name" != magic ]; then
+  if [[ " $PROBED " == *" $name "* ]]; then
     # a copy: two servers of one file would meet its lock, not the malformed image
     cp --sparse=always "$img" "$T/m/p-$name.asif"
     asif_launch "p-$name" "$T/m/p-$name.asif"
@@ -106,17 +111,20 @@ for name in "${metas[@]}"; do
   log=$(asif_log "$name")
   ! grep -qF "$UUID" "$log" || fail "$name: the stable uuid was logged: $(cat "$log")"
   assert_eq "$(grep -ci "metadata" "$log")" 1 "$name: lines about the metadata ($(cat "$log"))"
+  grep -i "metadata" "$log" | grep -E "${WHY[$name]}" >/dev/null ||
+    fail "$name: the metadata warning does not say '${WHY[$name]}': $(cat "$log")"
   echo "$name: served: $(grep -i "metadata" "$log")"
 done
 
 # B5 inside the guest range: the server starts; reads of the bad entry are refused
 mkdir "$T/b"
 bads=() args=()
-for name in $($PY "$CHECK" write-bad "$T/b"); do
+while read -r name why; do
   asif_launch "$name" --format asif "$T/b/$name.asif"
   bads+=("$name")
+  WHY[$name]=${why//_/ }
   args+=("$(asif_uri "$name")")
-done
+done < <($PY "$CHECK" write-bad "$T/b")
 asif_wait "${bads[@]}"
 $PY "$CHECK" verify-bad "${args[@]}" >/dev/null
 for name in "${bads[@]}"; do
@@ -125,6 +133,8 @@ done
 asif_stop "${bads[@]}"
 for name in "${bads[@]}"; do
   log=$(asif_log "$name")
-  grep -qiE "entry|bitmap|chunk" "$log" || fail "$name: no log line about the bad entry: $(cat "$log")"
+  assert_eq "$(grep -c "error: asif image $T/b/$name.asif: " "$log")" 1 "$name: error lines ($(cat "$log"))"
+  grep "error: asif image " "$log" | grep -E "${WHY[$name]}" >/dev/null ||
+    fail "$name: the error line does not say '${WHY[$name]}': $(cat "$log")"
 done
 pass "ASIF mutations: ${#refusals[@]} refusals in one line, ${#metas[@]} served without their metadata, ${#bads[@]} bad guest entries refused per read"
