@@ -113,24 +113,35 @@ static struct {
  * buf_put. */
 static void *buf_get(size_t len)
 {
+  static size_t next; /* the slot to evict first once every slot holds a buffer */
+  size_t n = sizeof pool / sizeof pool[0], victim = n;
   void *p;
 
   if (len >= POOL_MIN) {
-    for (size_t i = 0; i < sizeof pool / sizeof pool[0]; i++) {
+    for (size_t i = 0; i < n; i++) {
       if (!pool[i].used && pool[i].len == len) {
         pool[i].used = true;
         return pool[i].p;
       }
     }
-    for (size_t i = 0; i < sizeof pool / sizeof pool[0]; i++) {
-      if (!pool[i].used) {
-        free(pool[i].p);
-        pool[i].p = malloc(len);
-        CHECK(pool[i].p != NULL);
-        pool[i].len = len;
-        pool[i].used = true;
-        return pool[i].p;
+    for (size_t i = 0; i < n && victim == n; i++) {
+      if (pool[i].p == NULL) {
+        victim = i;
       }
+    }
+    for (size_t k = 0; k < n && victim == n; k++) {
+      if (!pool[(next + k) % n].used) {
+        victim = (next + k) % n;
+        next = (victim + 1) % n;
+      }
+    }
+    if (victim < n) {
+      free(pool[victim].p);
+      pool[victim].p = malloc(len);
+      CHECK(pool[victim].p != NULL);
+      pool[victim].len = len;
+      pool[victim].used = true;
+      return pool[victim].p;
     }
   }
   p = malloc(len > 0 ? len : 1);
@@ -325,12 +336,18 @@ static int directory_load(const struct image *img, const struct asif_header *h, 
   memset(e, 0xa5, h->dir_entries * 8); /* what the parser does not write shows */
   memset(why, 0x55, sizeof why);
   rc = asif_directory_parse(h, raw, img->size, sequence, e, img->room ? why : NULL, img->room);
+  /* tables [0, guest) map part of the guest range */
+  uint64_t guest = h->size / h->table_span + (h->size % h->table_span != 0);
   for (uint64_t t = 0; t < h->dir_entries; t++) {
     uint64_t v = be64(raw + 8 + 8 * t);
-    bool guest = t < h->size / h->table_span + (h->size % h->table_span != 0);
-    bool usable = v == 0 || table_usable(h, v, img->size);
+    bool usable;
 
-    if (!usable && guest) {
+    if (v == 0) {
+      CHECK(rc != 0 || e[t] == 0);
+      continue;
+    }
+    usable = table_usable(h, v, img->size);
+    if (!usable && t < guest) {
       refuse = true;
     }
     if (rc == 0) {
