@@ -29,17 +29,20 @@ for img in "$T"/c/*.asif; do
   args+=("$name" "$(asif_uri "$name")")
   n=$((n + 1))
 done
-img=$T/c/c1-full.asif
+# (copies: a server of an image without --read-only holds the writer's lock on it)
+img=$T/c1-ro.asif
+cp "$T/c/c1-full.asif" "$img"
+cp "$T/c/c1-full.asif" "$T/c1-snap.asif"
 sum=$(sha256sum <"$img")
 asif_launch ro "$img"
-TMPDIR=$T/tmp asif_launch snap --snapshot "$img"
+TMPDIR=$T/tmp asif_launch snap --snapshot "$T/c1-snap.asif"
 truncate -s 4M "$T/raw.img"
 asif_launch raw "$T/raw.img"
 asif_wait "${names[@]}" ro snap raw
 
 $PY "$CHECK" verify "${args[@]}"
 # read-only without --snapshot: the export says so, a WRITE is EPERM
-$PY "$CHECK" readonly "$(asif_uri ro)"
+$PY "$CHECK" readonly "$(asif_uri ro)" c1-full
 # --snapshot: writes to a throw-away overlay
 $PY "$CHECK" snapshot "$(asif_uri snap)" c1-full
 # a probed raw file: a WRITE giving sector 0 the ASIF magic is refused
@@ -50,7 +53,8 @@ log=$(asif_log ro)
 grep -qF ", read-only" "$log" || fail "ro: the serving line does not say read-only: $(cat "$log")"
 grep -vF "serving $img" "$log" | grep -qiE "read-only" ||
   fail "ro: no line says why the ASIF image is read-only: $(cat "$log")"
-assert_eq "$(sha256sum <"$img")" "$sum" "the image's sha256 after --snapshot writes"
+assert_eq "$(sha256sum <"$img")" "$sum" "the image's sha256 after the refused WRITE"
+assert_eq "$(sha256sum <"$T/c1-snap.asif")" "$sum" "the image's sha256 after --snapshot writes"
 assert_eq "$(ls -A "$T/tmp")" "" "files left in TMPDIR by --snapshot"
 grep -qF "writes to the temporary overlay" "$(asif_log snap)" ||
   fail "snap: the log does not name the overlay: $(cat "$(asif_log snap)")"
