@@ -1,23 +1,26 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # tests/fuzz/run.sh SECONDS [HARNESS...]: builds the libFuzzer harnesses (clang,
-# -fsanitize=fuzzer,address,undefined) against the code they test directly (src/nbd/, or
-# src/backing/qcow2/qcow2_header.c) and runs each for SECONDS seconds, two at once (one core
-# each). HARNESS: option, request, qcow2 (default option and request).
+# -fsanitize=fuzzer,address,undefined) against the code they test directly (src/nbd/,
+# src/backing/qcow2/qcow2_header.c, or src/backing/asif/asif_header.c and asif_entry.c) and
+# runs them all at once for SECONDS seconds of wall time (they share the machine's cores:
+# the run takes SECONDS however many harnesses it has). HARNESS: option, request, qcow2,
+# asif (default option, request and asif).
 #
-# Seeds: tests/fuzz/corpus/NAME/ (qcow2: written into $FUZZ_OUT/seeds-qcow2 by
-# make_qcow2_corpus.py) and the past crashes tests/fuzz/crashes/NAME/ (read only,
+# Seeds: tests/fuzz/corpus/NAME/ (qcow2 and asif: written into $FUZZ_OUT/seeds-NAME by
+# make_NAME_corpus.py) and the past crashes tests/fuzz/crashes/NAME/ (read only,
 # run first). New inputs go to $FUZZ_OUT/corpus-NAME/, crash
 # inputs to $FUZZ_OUT/artifacts-NAME/ (FUZZ_OUT defaults to $BUILDDIR/fuzz, else
 # build/fuzz). A crash fails the run: copy the input to tests/fuzz/crashes/NAME/ (the
 # fuzz-replay tests then run it forever), fix the bug, and say so in docs/fuzzing.md.
 # Prints one line per harness: executions, coverage, corpus size, and the verdict.
-# Environment: FUZZ_CC (default clang, else clang-14), FUZZ_JOBS=1 to run one at a time.
+# Environment: FUZZ_CC (default clang, else clang-14), FUZZ_JOBS=1 to run one at a time
+# (then the run takes SECONDS per harness).
 set -euo pipefail
-secs=${1:?usage: run.sh SECONDS [option|request|qcow2 ...]}
+secs=${1:?usage: run.sh SECONDS [option|request|qcow2|asif ...]}
 shift
 harnesses=("$@")
-[ ${#harnesses[@]} -eq 0 ] && harnesses=(option request)
+[ ${#harnesses[@]} -eq 0 ] && harnesses=(option request asif)
 
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
@@ -34,20 +37,32 @@ fi
 
 cflags=(-std=c17 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -Wall -Wextra -Werror
         -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I"$src/src")
-declare -A maxlen=([option]=16384 [request]=8192 [qcow2]=4096)
+declare -A maxlen=([option]=16384 [request]=8192 [qcow2]=4096 [asif]=8192)
 nbd_sources=("$src/src/nbd/option.c" "$src/src/nbd/request.c" "$src/src/nbd/reply.c")
 declare -A seeds=([option]="$here/corpus/option" [request]="$here/corpus/request"
-                  [qcow2]="$out/seeds-qcow2")
-for h in "${harnesses[@]}"; do
-  [ -f "$here/fuzz_$h.c" ] || { echo "run.sh: no harness fuzz_$h.c" >&2; exit 2; }
-  sources=("${nbd_sources[@]}")
-  if [ "$h" = qcow2 ]; then
-    sources=("$src/src/backing/qcow2/qcow2_header.c")
-    python3 "$here/make_qcow2_corpus.py" "$out/seeds-qcow2" ||
-      { echo "run.sh: writing the qcow2 seeds failed" >&2; exit 2; }
+                  [qcow2]="$out/seeds-qcow2" [asif]="$out/seeds-asif")
+# build HARNESS: writes its seeds (if it has a seed maker) and compiles it.
+build() {
+  local h=$1 sources=("${nbd_sources[@]}")
+  case "$h" in
+    qcow2) sources=("$src/src/backing/qcow2/qcow2_header.c") ;;
+    asif) sources=("$src/src/backing/asif/asif_header.c" "$src/src/backing/asif/asif_entry.c") ;;
+  esac
+  if [ -f "$here/make_${h}_corpus.py" ]; then
+    python3 "$here/make_${h}_corpus.py" "$out/seeds-$h" ||
+      { echo "run.sh: writing the $h seeds failed" >&2; exit 2; }
   fi
   "$cc" "${cflags[@]}" -o "$out/fuzz_$h" "$here/fuzz_$h.c" "${sources[@]}" \
     || { echo "run.sh: building fuzz_$h failed" >&2; exit 2; }
+}
+builds=()
+for h in "${harnesses[@]}"; do
+  [ -f "$here/fuzz_$h.c" ] || { echo "run.sh: no harness fuzz_$h.c" >&2; exit 2; }
+  build "$h" &
+  builds+=($!)
+done
+for pid in "${builds[@]}"; do
+  wait "$pid" || exit 2
 done
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
