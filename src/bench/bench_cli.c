@@ -83,7 +83,7 @@ void bench_cli_usage(FILE *out)
         "                      /var/tmp, removed afterwards)\n"
         "  --out DIR           where bench.md, bench.json and bench.svg go (default: bench-out,\n"
         "                      git-ignored in the source tree)\n"
-        "  --keep              keep the test file and the copy tree\n"
+        "  --keep              keep the test file, the copy tree and the ASIF image\n"
         "  --ceph-conf PATH    rbd rows: use the cluster of this ceph.conf (client.admin) instead\n"
         "                      of starting a throw-away one (scripts/ceph-cluster.sh)\n"
         "  --rbd-image POOL/IMAGE  rbd rows: the image the lab creates, fills, measures and\n"
