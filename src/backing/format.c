@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "backing/asif/asif.h"
 #include "backing/qcow2/qcow2.h"
 #include "io/engine.h"
 #include "nbd/proto.h"
@@ -19,7 +20,20 @@
 #define FORMAT_IO_ALIGN 4096u
 #define FORMAT_IO_CHUNK (1u << 20) /* bytes per child request */
 
-static const uint8_t qcow2_magic[4] = {'Q', 'F', 'I', 0xfb};
+#define MAGIC_BYTES 4u
+
+static const uint8_t qcow2_magic[MAGIC_BYTES] = {'Q', 'F', 'I', 0xfb};
+static const uint8_t asif_magic[MAGIC_BYTES] = {'s', 'h', 'd', 'w'};
+
+/* The magics a probe recognizes, with their formats. */
+static const struct {
+  const uint8_t *magic;
+  enum image_format fmt;
+} known_magics[] = {
+    {qcow2_magic, IMAGE_FORMAT_QCOW2},
+    {asif_magic, IMAGE_FORMAT_ASIF},
+};
+#define KNOWN_MAGICS (sizeof known_magics / sizeof known_magics[0])
 
 int image_format_parse(const char *text, enum image_format *out)
 {
@@ -29,6 +43,8 @@ int image_format_parse(const char *text, enum image_format *out)
     *out = IMAGE_FORMAT_RAW;
   } else if (strcmp(text, "qcow2") == 0) {
     *out = IMAGE_FORMAT_QCOW2;
+  } else if (strcmp(text, "asif") == 0) {
+    *out = IMAGE_FORMAT_ASIF;
   } else {
     return -EINVAL;
   }
@@ -42,29 +58,47 @@ const char *image_format_name(enum image_format fmt)
     return "raw";
   case IMAGE_FORMAT_QCOW2:
     return "qcow2";
+  case IMAGE_FORMAT_ASIF:
+    return "asif";
   default:
     return "auto";
   }
 }
 
+/* The format whose magic `head` (len bytes) starts with, or IMAGE_FORMAT_RAW. */
+static enum image_format magic_format(const void *head, size_t len)
+{
+  for (size_t k = 0; k < KNOWN_MAGICS && len >= MAGIC_BYTES; k++) {
+    if (memcmp(head, known_magics[k].magic, MAGIC_BYTES) == 0) {
+      return known_magics[k].fmt;
+    }
+  }
+  return IMAGE_FORMAT_RAW;
+}
+
 bool format_header_known(const void *head, size_t len)
 {
-  return len >= sizeof qcow2_magic && memcmp(head, qcow2_magic, sizeof qcow2_magic) == 0;
+  return magic_format(head, len) != IMAGE_FORMAT_RAW;
 }
 
 bool format_write_makes_header(uint64_t offset, const void *data, uint64_t len)
 {
   const uint8_t *p = data;
 
-  if (offset >= sizeof qcow2_magic || len == 0) {
+  if (offset >= MAGIC_BYTES || len == 0) {
     return false;
   }
-  for (uint64_t i = 0; i < len && offset + i < sizeof qcow2_magic; i++) {
-    if (p[i] != qcow2_magic[offset + i]) {
-      return false;
+  for (size_t k = 0; k < KNOWN_MAGICS; k++) {
+    const uint8_t *magic = known_magics[k].magic;
+    bool same = true;
+    for (uint64_t i = 0; i < len && offset + i < MAGIC_BYTES && same; i++) {
+      same = p[i] == magic[offset + i];
+    }
+    if (same) {
+      return true;
     }
   }
-  return true;
+  return false;
 }
 
 /* One synchronous child request: the submitter sleeps until done() runs. */
@@ -231,7 +265,7 @@ int format_block_status(struct backing *b, uint64_t offset, uint64_t len,
 
 int format_probe(struct backing *child, enum image_format *out)
 {
-  uint8_t head[sizeof qcow2_magic];
+  uint8_t head[MAGIC_BYTES];
   int rc;
 
   *out = IMAGE_FORMAT_RAW;
@@ -242,9 +276,7 @@ int format_probe(struct backing *child, enum image_format *out)
   if (rc < 0) {
     return rc;
   }
-  if (format_header_known(head, sizeof head)) {
-    *out = IMAGE_FORMAT_QCOW2;
-  }
+  *out = magic_format(head, sizeof head);
   return 0;
 }
 
@@ -262,7 +294,10 @@ bool format_spec_probed(const char *spec)
 
 enum image_format format_of_node(const struct backing *b)
 {
-  return strcmp(b->vt->kind, "qcow2") == 0 ? IMAGE_FORMAT_QCOW2 : IMAGE_FORMAT_RAW;
+  if (strcmp(b->vt->kind, "qcow2") == 0) {
+    return IMAGE_FORMAT_QCOW2;
+  }
+  return strcmp(b->vt->kind, "asif") == 0 ? IMAGE_FORMAT_ASIF : IMAGE_FORMAT_RAW;
 }
 
 int format_open_node(struct backing *child, const char *spec, enum image_format fmt,
@@ -291,6 +326,11 @@ int format_open_node(struct backing *child, const char *spec, enum image_format 
   if (fmt == IMAGE_FORMAT_RAW) {
     *out = child;
     return 0;
+  }
+  if (fmt == IMAGE_FORMAT_ASIF) {
+    struct asif_open_args aargs = {
+        .file = child, .path = spec, .opts = opts, .why = why, .why_size = why_size};
+    return backing_asif_open(&aargs, out);
   }
   struct qcow2_open_args args = {.file = child,
                                  .path = spec,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* format.h: image formats, the layer above a protocol backing (file, block device, RBD).
- * A format node (qcow2) is itself a struct backing that reads and writes its metadata and
- * data through a child backing, and through a second child for its backing file, so a chain
+ * A format node (qcow2, asif) is itself a struct backing that reads its metadata and data
+ * (and qcow2 writes them) through a child backing, and through a second child for its backing file, so a chain
  * is a small tree of the same vtable (QEMU's split between protocol and format nodes).
  *
  * Units: bytes. Errors: -errno. Threads: main thread (opening happens at start-up, or in
@@ -19,34 +19,37 @@ enum image_format {
   IMAGE_FORMAT_AUTO,  /* probe a regular file by its magic; anything else is raw */
   IMAGE_FORMAT_RAW,   /* the bytes are the disk */
   IMAGE_FORMAT_QCOW2, /* QEMU's qcow2, docs/interop/qcow2.txt */
+  IMAGE_FORMAT_ASIF,  /* Apple's sparse image format v1, docs/asif.md (served read-only) */
 };
 
 /* The deepest backing chain opened (image + backing files). A deeper chain is refused with
  * -ELOOP, as is a chain that names a file twice. */
 #define FORMAT_CHAIN_MAX 64
 
-/* Parses "raw" | "qcow2" (and "auto"). Returns 0 or -EINVAL. Any thread. */
+/* Parses "raw" | "qcow2" | "asif" (and "auto"). Returns 0 or -EINVAL. Any thread. */
 int image_format_parse(const char *text, enum image_format *out);
 
-/* "auto", "raw", "qcow2". Any thread. */
+/* "auto", "raw", "qcow2", "asif". Any thread. */
 const char *image_format_name(enum image_format fmt);
 
 /* Reads the first bytes of `child` (synchronously, through backing_submit) and names the
- * format they announce: IMAGE_FORMAT_QCOW2 for qcow2's magic "QFI\xfb", else RAW.
+ * format they announce: IMAGE_FORMAT_QCOW2 for qcow2's magic "QFI\xfb", IMAGE_FORMAT_ASIF
+ * for ASIF's "shdw", else RAW.
  * Returns 0 and *out, or -errno from the read. Main thread, before the child serves. */
 int format_probe(struct backing *child, enum image_format *out);
 
 /* True when `head` (the first `len` bytes of a sector 0 write) starts with a header of a
- * format this build knows (qcow2). A probed raw image refuses such a write (QEMU's rule
- * against CVE-2008-2004: a guest must not turn its raw disk into an image that a later
- * probe would open as something else). Any thread. */
+ * format this build knows (qcow2's or ASIF's magic). A probed raw image refuses such a
+ * write (QEMU's rule against CVE-2008-2004: a guest must not turn its raw disk into an
+ * image that a later probe would open as something else). Any thread. */
 bool format_header_known(const void *head, size_t len);
 
 /* True when a WRITE of `len` bytes of `data` at byte `offset` could leave the image starting
  * with a header format_header_known() recognizes: the written bytes that fall inside the
  * magic's span at the start of sector 0 equal the magic there (a write of the whole magic
- * at 0, or of its pieces one by one). The guard of a probed raw image; conservative: it
- * never reads the image, so a write of the magic's first bytes alone is also refused.
+ * at 0, or of its pieces one by one), for each magic format_header_known knows. The guard
+ * of a probed raw image; conservative: it never reads the image, so a write of a magic's
+ * first bytes alone is also refused.
  * Any thread. */
 bool format_write_makes_header(uint64_t offset, const void *data, uint64_t len);
 
@@ -75,8 +78,9 @@ int format_block_status(struct backing *b, uint64_t offset, uint64_t len,
                         struct backing_extent *ext, uint32_t max, uint32_t *count);
 
 /* Opens `spec` as `fmt` (AUTO: probe regular files, and faulty: specs over one; block
- * devices and rbd: images are raw unless `fmt` is IMAGE_FORMAT_QCOW2) and returns the top node in *out. `depth` is the number of images above
- * this one in a chain (0 for the export's own image). For qcow2 the backing file named in
+ * devices and rbd: images are raw unless `fmt` names a format) and returns the top node in
+ * *out. `depth` is the number of images above this one in a chain (0 for the export's own
+ * image). For qcow2 the backing file named in
  * the header is opened read-only through this same function, relative to the image's folder.
  * *probed_raw is set when AUTO found raw (the caller then refuses header-making writes).
  * Returns 0 or -errno: those of backing_open, -EINVAL (a malformed image), -ENOTSUP (a
@@ -97,11 +101,11 @@ int format_open_node(struct backing *child, const char *spec, enum image_format 
 
 /* True when IMAGE_FORMAT_AUTO reads `spec`'s magic: a regular file, or a faulty: spec
  * over one. Block and character devices and rbd: images are raw unless the command line
- * says qcow2. Looks at the path (stat), opens nothing. Any thread. */
+ * names a format. Looks at the path (stat), opens nothing. Any thread. */
 bool format_spec_probed(const char *spec);
 
 /* The format of an opened node: IMAGE_FORMAT_QCOW2 for a qcow2 node (vtable kind "qcow2"),
- * else IMAGE_FORMAT_RAW. Any thread. */
+ * IMAGE_FORMAT_ASIF for an ASIF node ("asif"), else IMAGE_FORMAT_RAW. Any thread. */
 enum image_format format_of_node(const struct backing *b);
 
 int format_open(const char *spec, enum image_format fmt, const struct backing_options *opts,

@@ -28,10 +28,10 @@ struct backing_options export_stack_base_options(const struct backing_options *o
   return base;
 }
 
-/* The one line for a format_open_node failure `rc` on a->spec; `detail` is the engine's
- * reason ("" for none). */
-static void format_refusal(const struct export_stack_args *a, int rc, const char *detail,
-                           char *why, size_t size)
+/* The one line for a format_open_node failure `rc` on a->spec, opened as `fmt` (the format
+ * named or probed); `detail` is the engine's reason ("" for none). */
+static void format_refusal(const struct export_stack_args *a, enum image_format fmt, int rc,
+                           const char *detail, char *why, size_t size)
 {
   char shown[LOG_SHOWN_MAX];
   const char *d = log_escape_str(shown, sizeof shown, detail);
@@ -39,6 +39,11 @@ static void format_refusal(const struct export_stack_args *a, int rc, const char
 
   switch (rc) {
   case -EINVAL:
+    if (fmt == IMAGE_FORMAT_ASIF) {
+      snprintf(why, size, "%s: not a valid ASIF image (malformed, or in a state no known reader "
+               "has seen)%s%s; refused", a->spec_shown, open, d);
+      break;
+    }
     snprintf(why, size, "%s: not a valid qcow2 image (malformed header or tables)%s%s; refused",
              a->spec_shown, open, d);
     break;
@@ -169,7 +174,12 @@ int export_stack_open(const struct export_stack_args *a, struct backing *child,
   rc = format_open_node(child, a->spec, a->format, &base_opts, 0, &node, probed_raw, detail,
                         sizeof detail);
   if (rc < 0) {
-    format_refusal(a, rc, detail, why, size);
+    fmt = a->format;
+    if (fmt == IMAGE_FORMAT_AUTO && (!format_spec_probed(a->spec) ||
+                                     format_probe(child, &fmt) < 0)) {
+      fmt = IMAGE_FORMAT_RAW;
+    }
+    format_refusal(a, fmt, rc, detail, why, size);
     backing_close(child);
     return rc;
   }

@@ -16,12 +16,16 @@
 
 static const char serve_usage[] =
   "Usage: diskgate serve [OPTIONS] PATH\n"
-  "Serve PATH (a raw or qcow2 image file, a block device or partition, a character\n"
-  "device, or rbd:POOL/IMAGE[@SNAP]) over NBD until SIGINT, SIGTERM or SIGHUP.\n"
+  "Serve PATH (a raw, qcow2 or ASIF image file, a block device or partition, a\n"
+  "character device, or rbd:POOL/IMAGE[@SNAP]) over NBD until SIGINT, SIGTERM or\n"
+  "SIGHUP.\n"
   "\n"
-  "  --format auto|raw|qcow2  the image's format (default auto: a regular file is probed\n"
+  "  --format auto|raw|qcow2|asif\n"
+  "                         the image's format (default auto: a regular file is probed\n"
   "                         by its magic; a device or rbd: image is raw). A probed raw\n"
-  "                         image refuses writes that would give it a qcow2 header\n"
+  "                         image refuses writes that would give it a qcow2 or ASIF\n"
+  "                         header. An ASIF image (Apple's sparse image) is served\n"
+  "                         read-only\n"
   "  --snapshot             writes go to a temporary qcow2 overlay in $TMPDIR (default\n"
   "                         /var/tmp), deleted at exit; the image is opened read-only\n"
   "  --l2-cache-size SIZE   qcow2: bytes of L2 table cache per image, K/M/G suffixes\n"
@@ -291,7 +295,7 @@ static int option_apply_setting(struct serve_config *cfg, int c, const char *val
                : -1;
   case OPT_FORMAT:
     return image_format_parse(value, &cfg->format) < 0
-               ? bad_usage("--format takes auto, raw or qcow2, not '%s'", value) : -1;
+               ? bad_usage("--format takes auto, raw, qcow2 or asif, not '%s'", value) : -1;
   case OPT_L2_CACHE:
     if (size_parse(value, &cfg->opts.l2_cache_size) < 0 ||
         cfg->opts.l2_cache_size < SERVE_L2_CACHE_MIN ||

@@ -6,8 +6,10 @@
  *   asif_header.c   the header and the directories: parsing and validation (pure: no I/O)
  *   asif_entry.c    locating a guest offset; decoding table and bitmap entries (pure)
  *   asif_cache.c    the bounded cache of table groups and bitmap slices read from the file
- *   asif_map.c      guest range -> runs of host bytes or zeroes; BLOCK_STATUS extents
- *   asif.c          open, close, the vtable, dispatch of ops to the fast path or a worker
+ *   asif_map.c      guest range -> runs of host bytes or zeroes; BLOCK_STATUS extents;
+ *                   the worker's reads
+ *   asif_submit.c   dispatch of ops to the fast path (cached entries) or an engine worker
+ *   asif.c          open (header, directories, metadata), close, the vtable
  *
  * Geometry (all integers in the file big-endian), bs = block size, cs = chunk size:
  *   N = 4 bs data entries per group; a group is N data entries then one bitmap entry,
@@ -25,6 +27,8 @@
 #ifndef DISKGATE_BACKING_ASIF_IMPL_H
 #define DISKGATE_BACKING_ASIF_IMPL_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -138,5 +142,129 @@ int asif_bitmap_entry_decode(const struct asif_header *h, uint64_t raw, uint64_t
  * states 2 and 3 no source has seen are -EINVAL. Pure. */
 int asif_bitmap_state(const struct asif_header *h, const uint8_t *slice, uint64_t slice_off,
                       uint32_t index, uint64_t block);
+
+/* ---- the node --------------------------------------------------------------------------- */
+
+/* What a cache item holds. */
+enum asif_item_kind {
+  ASIF_ITEM_GROUP = 1,  /* one table group: N data entries and the bitmap entry (S bytes) */
+  ASIF_ITEM_BITMAP = 2, /* ASIF_BITMAP_SLICE bytes of a bitmap chunk (fewer at its end) */
+};
+
+/* Bytes of a bitmap chunk cached as one item: 16384 blocks' states. */
+#define ASIF_BITMAP_SLICE 4096u
+
+/* One cached item: `len` bytes read from the file at `host`, as on disk (big-endian). */
+struct asif_item {
+  enum asif_item_kind kind;
+  uint64_t host;
+  uint32_t len;
+  struct asif_item *prev, *next; /* LRU list, most recent first */
+  struct asif_item *hnext;       /* next in its hash bucket */
+  uint8_t data[];
+};
+
+/* The bounded cache of table groups and bitmap slices. The image is never written, so an
+ * item never goes stale: the cache only bounds memory. */
+struct asif_cache {
+  struct asif_item *head, *tail;
+  struct asif_item **buckets; /* nbuckets heads, a power of two */
+  uint32_t nbuckets;
+  uint64_t bytes;             /* held, counting each item's data */
+  uint64_t max_bytes;         /* bound; the newest item is always kept */
+};
+
+struct asif {
+  struct backing base;        /* vtable kind "asif"; base.geo.size is h.size */
+  struct backing *file;       /* the image's bytes, owned */
+  struct engine *engine;      /* opts.engine: workers for ENGINE_CALL; NULL: run inline */
+  char *name;                 /* the image's path escaped for log lines, owned */
+  struct asif_header h;
+  uint64_t file_size;         /* bytes of the image file at open */
+  unsigned active;            /* the directory in use: 0 (A) or 1 (B) */
+  uint64_t sequence;          /* its sequence number */
+  uint64_t *dir;              /* its h.dir_entries entries: table chunk, 0 or
+                                 ASIF_DIR_ENTRY_BAD; read-only after open */
+  pthread_mutex_t lock;       /* guards cache */
+  struct asif_cache cache;    /* [lock] */
+  atomic_bool reported;       /* the one log line about a malformed entry was written */
+  char stable_uuid[40];       /* the metadata's stable uuid, or "" */
+};
+
+/* ---- cache (asif_cache.c) ---------------------------------------------------------------- */
+
+/* Sizes the cache for `bytes` (0: ASIF_CACHE_DEFAULT). Returns 0 or -ENOMEM. Open only. */
+int asif_cache_init(struct asif_cache *c, uint64_t bytes);
+
+/* Frees every item. Close only. */
+void asif_cache_destroy(struct asif_cache *c);
+
+/* The data of the cached item (kind, host), moved to the front, or NULL. No I/O, no
+ * allocation. Lock held; any thread (the fast path takes the lock with trylock). */
+const uint8_t *asif_cache_find(struct asif_cache *c, enum asif_item_kind kind, uint64_t host);
+
+/* Reads the item (kind, host, len bytes) from `file` into a new item, without the lock
+ * (the caller does not hold it). Returns 0 and *out, -ENOMEM or the read's -errno.
+ * Engine worker or main thread (synchronous I/O). */
+int asif_cache_read(struct backing *file, enum asif_item_kind kind, uint64_t host,
+                    uint32_t len, struct asif_item **out);
+
+/* Adds `item` (from asif_cache_read; owned by the cache from now on: freed at once when an
+ * item with its key is already cached), evicting the least recently used items while the
+ * cache holds more than its bound. Lock held. */
+void asif_cache_insert(struct asif_cache *c, struct asif_item *item);
+
+/* ---- mapping (asif_map.c) ---------------------------------------------------------------- */
+
+/* A run of logical bytes that reads one way. */
+struct asif_seg {
+  bool data;      /* true: `host` holds the bytes; false: they read as zeroes */
+  uint64_t len;   /* bytes, > 0 */
+  uint64_t host;  /* data: the file offset of the run's first byte */
+};
+
+/* What asif_map_at needs read into the cache first. */
+struct asif_need {
+  enum asif_item_kind kind;
+  uint64_t host;
+  uint32_t len;
+};
+
+/* Maps the first run of [offset, offset + len) (len > 0; offset < the directory's span
+ * T D): a table absent from the directory, data entries never written or unmapped, and
+ * blocks whose bitmap state is 00 read as zeroes; fully written chunks and written blocks
+ * of partly written ones as their host bytes. A run ends at the end of a chunk, or where
+ * a bitmap state changes (bitmap states are read only for the blocks the run covers).
+ * Returns 0 and *seg; -EAGAIN and *need when a group or bitmap slice is not cached; -EIO
+ * with why[] (one line naming the entry) for an entry docs/asif.md refuses (point 6, 7),
+ * or a table the directory check kept as ASIF_DIR_ENTRY_BAD. No I/O. Lock held. */
+int asif_map_at(struct asif *a, uint64_t offset, uint64_t len, struct asif_seg *seg,
+                struct asif_need *need, char *why, size_t why_len);
+
+/* Reads logical [offset, offset + len) (inside the directory's span) into buf: zeroes
+ * where asif_map_at says so, the file's bytes elsewhere, loading groups and bitmap slices
+ * through the cache. Returns 0, -EIO with why[] (a malformed entry, as asif_map_at), or
+ * -ENOMEM or the file's -errno with why[] untouched (the caller clears it first).
+ * Lock not held; engine worker or main thread. */
+int asif_read_logical(struct asif *a, void *buf, uint64_t offset, uint64_t len, char *why,
+                      size_t why_len);
+
+/* BLOCK_STATUS of op (inside h.size): HOLE|ZERO and depth 0 for zero runs, flags 0 and
+ * depth 1 for data, merged; op->extent_count set (the extents before a fault, if any).
+ * Returns 0 or -errno (as asif_read_logical; a malformed entry is reported through
+ * asif_report). Lock not held; engine worker. */
+int asif_block_status(struct asif *a, struct backing_op *op);
+
+/* Writes the one log line about a malformed entry (the first one only) and returns -EIO.
+ * Any thread. */
+int asif_report(struct asif *a, const char *why);
+
+/* ---- dispatch (asif_submit.c) ------------------------------------------------------------ */
+
+/* The node's submit (backing.h): a READ whose groups and bitmap slices are cached goes to
+ * the image file at once, as child ops on the caller's engine; other READs and
+ * BLOCK_STATUS run on an engine worker; CACHE and FLUSH succeed at once (nothing is ever
+ * written); WRITE, TRIM and WRITE_ZEROES are -EROFS. Any thread. */
+int asif_submit(struct backing *b, struct backing_op *op);
 
 #endif

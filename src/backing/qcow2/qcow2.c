@@ -157,8 +157,8 @@ static int backing_chain_open(struct qcow2 *q, const struct qcow2_open_args *arg
   }
   if (image_format_parse(q->h.backing_format, &fmt) < 0 || fmt == IMAGE_FORMAT_AUTO) {
     char f[64];
-    return open_refuse(args, -ENOTSUP, "backing file %s of format \"%s\" (raw and qcow2 are "
-                       "served)", shown, log_escape_str(f, sizeof f, q->h.backing_format));
+    return open_refuse(args, -ENOTSUP, "backing file %s of format \"%s\" (raw, qcow2 and "
+                       "asif are served)", shown, log_escape_str(f, sizeof f, q->h.backing_format));
   }
   if (args->depth + 1 >= FORMAT_CHAIN_MAX) {
     return open_refuse(args, -ELOOP, "backing file %s: the chain is deeper than %u images",
