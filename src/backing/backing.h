@@ -164,7 +164,7 @@ struct backing {
   /* A remark on how the open went (an optional extra it left out, and why), for the log
    * once start-up has succeeded: a server that cannot start then says only why (one line);
    * "" for none. Set by the open, read by serve.c's start-up. */
-  char start_note[192];
+  char start_note[320];
 };
 
 /* Opens the backing named by `spec`: "rbd:POOL/IMAGE[@SNAP]" for Ceph, "faulty:PATH" for

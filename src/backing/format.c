@@ -5,12 +5,14 @@
 #include "backing/format.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "backing/asif/asif.h"
 #include "backing/qcow2/qcow2.h"
@@ -290,6 +292,30 @@ bool format_spec_probed(const char *spec)
     return false;
   }
   return stat(spec, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool format_spec_read_only(const char *spec, enum image_format fmt)
+{
+  uint8_t head[MAGIC_BYTES];
+  ssize_t n;
+  int fd;
+
+  if (fmt == IMAGE_FORMAT_ASIF) {
+    return true;
+  }
+  if (fmt != IMAGE_FORMAT_AUTO || !format_spec_probed(spec)) {
+    return false;
+  }
+  if (strncmp(spec, "faulty:", 7) == 0) {
+    spec += 7;
+  }
+  fd = open(spec, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    return false; /* backing_open reports on it */
+  }
+  n = pread(fd, head, sizeof head, 0);
+  close(fd);
+  return n == (ssize_t)sizeof head && magic_format(head, sizeof head) == IMAGE_FORMAT_ASIF;
 }
 
 enum image_format format_of_node(const struct backing *b)

@@ -146,7 +146,8 @@ static bool retry_too_soon(const struct timespec *failed_at)
  * e->describe), or -errno. Under attach_lock. */
 static int export_attach_open(struct export *e, struct backing **out)
 {
-  struct backing_options base_opts = export_stack_base_options(&e->opts, e->snapshot);
+  struct backing_options base_opts =
+      export_stack_base_options(&e->opts, e->snapshot, e->spec, e->format);
   struct export_stack_args a = {.spec = e->spec,
                                 .spec_shown = e->log_spec,
                                 .format = e->format,

@@ -18,11 +18,12 @@
 #define OVERLAY_NAME_TRIES 16
 
 struct backing_options export_stack_base_options(const struct backing_options *opts,
-                                                 bool snapshot)
+                                                 bool snapshot, const char *spec,
+                                                 enum image_format format)
 {
   struct backing_options base = *opts;
 
-  if (snapshot) {
+  if (snapshot || (!base.read_only && format_spec_read_only(spec, format))) {
     base.read_only = true;
   }
   return base;
@@ -163,7 +164,8 @@ int export_stack_open(const struct export_stack_args *a, struct backing *child,
                       struct backing **out, bool *probed_raw, char *describe, char *why,
                       size_t size)
 {
-  struct backing_options base_opts = export_stack_base_options(a->opts, a->snapshot);
+  struct backing_options base_opts =
+      export_stack_base_options(a->opts, a->snapshot, a->spec, a->format);
   struct backing *node;
   char detail[EXPORT_STACK_TEXT_MAX / 2];
   enum image_format fmt;

@@ -25,9 +25,12 @@ struct export_stack_args {
   const struct backing_options *opts; /* the export's (not the read-only base's) */
 };
 
-/* The base's options under --snapshot: opts read-only (the image never changes). */
+/* The options `spec` of format `format` is opened with: read-only under --snapshot (the
+ * image never changes) and for a format this build only reads (format_spec_read_only:
+ * ASIF), so its lock is a reader's. */
 struct backing_options export_stack_base_options(const struct backing_options *opts,
-                                                 bool snapshot);
+                                                 bool snapshot, const char *spec,
+                                                 enum image_format format);
 
 /* Stacks the format node (and the --snapshot overlay) over `child`, the protocol backing
  * of a->spec, opened by the caller (read-only under --snapshot:

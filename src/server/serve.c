@@ -132,7 +132,8 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
   int rc;
 
   opts.engine = engine;
-  base_opts = export_stack_base_options(&opts, cfg->snapshot); /* --snapshot: read-only */
+  /* read-only under --snapshot, and for an ASIF image */
+  base_opts = export_stack_base_options(&opts, cfg->snapshot, cfg->path, cfg->format);
   rc = backing_spec_check(cfg->path, &info);
   if (rc == -EINVAL) {
     fprintf(stderr, "diskgate serve: %s: expected rbd:POOL[/NAMESPACE]/IMAGE[@SNAP]\n",

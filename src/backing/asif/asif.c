@@ -203,28 +203,30 @@ static void geometry_set(struct asif *a)
   g->sync_channels = 1;
 }
 
-/* The start-up remark: the stable uuid, a metadata warning, why the image is read-only,
- * and the file's own note. */
-static void note_set(struct asif *a, const struct asif_open_args *args, const char *meta)
+/* The start-up remark, one line: the header GUID, the stable uuid (or why the metadata
+ * cannot be read), the active directory, why the image is read-only, and the file's own
+ * note. */
+static void note_set(struct asif *a, const char *meta)
 {
-  char *n = a->base.start_note;
-  size_t size = sizeof a->base.start_note;
-  int used;
+  const uint8_t *g = a->h.guid;
+  char guid[40];
 
-  if (meta[0] != '\0') {
-    used = snprintf(n, size, "warning: asif image metadata unreadable (%.*s); the disk is "
-                    "served", (int)NOTE_WHY_MAX, meta);
-  } else {
-    used = snprintf(n, size, "asif image, directory %s (sequence %llu)%s%s",
-                    a->active == 0 ? "A" : "B", (unsigned long long)a->sequence,
-                    a->stable_uuid[0] != '\0' ? ", stable uuid " : "", a->stable_uuid);
-  }
-  if (!args->opts->read_only && used >= 0 && (size_t)used < size) {
-    used += snprintf(n + used, size - (size_t)used, "; served read-only: diskgate does not "
-                     "write ASIF images; --snapshot gives a writable throw-away overlay");
-  }
-  if (a->file->start_note[0] != '\0' && used >= 0 && (size_t)used < size) {
-    snprintf(n + used, size - (size_t)used, "; %.64s", a->file->start_note);
+  snprintf(guid, sizeof guid,
+           "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", g[0], g[1],
+           g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10], g[11], g[12], g[13], g[14],
+           g[15]);
+  /* A note longer than start_note is cut short (the typical one is about 230 bytes). */
+  int n = snprintf(a->base.start_note, sizeof a->base.start_note,
+           "asif image %s, directory %s (sequence %llu)%s%s%s%.*s%s; served read-only: "
+           "diskgate does not write ASIF images; --snapshot gives a writable throw-away "
+           "overlay%s%.64s",
+           guid, a->active == 0 ? "A" : "B", (unsigned long long)a->sequence,
+           a->stable_uuid[0] != '\0' ? ", stable uuid " : "", a->stable_uuid,
+           meta[0] != '\0' ? ", warning: its metadata cannot be read (" : "",
+           (int)NOTE_WHY_MAX, meta, meta[0] != '\0' ? ")" : "",
+           a->file->start_note[0] != '\0' ? "; " : "", a->file->start_note);
+  if (n < 0) {
+    a->base.start_note[0] = '\0';
   }
 }
 
@@ -285,7 +287,7 @@ int backing_asif_open(const struct asif_open_args *args, struct backing **out)
     return rc;
   }
   geometry_set(a);
-  note_set(a, args, meta);
+  note_set(a, meta);
   *out = &a->base;
   return 0;
 }

@@ -17,7 +17,7 @@
 
 #include "backing/backing.h"
 
-/* Bound on the table cache (directory groups and bitmap slices), bytes. */
+/* Bound on the table cache (table groups and chunk bitmaps), bytes. */
 #define ASIF_CACHE_DEFAULT (4u << 20)
 
 struct asif_open_args {
@@ -33,8 +33,9 @@ struct asif_open_args {
  * first), reads the metadata plist's stable uuid when it can (a metadata range that cannot
  * be read is a start_note warning, not a failure: the guest range is still served), and
  * opens the node: geo.size = sector_count x block size, geo.logical_block_size = the
- * image's block size, can_extents, no trim/zero; base.opts.read_only is always true and,
- * unless the caller asked for read-only, start_note says why. On failure `file` stays the
+ * image's block size, can_extents, no trim/zero; base.opts.read_only is always true, and
+ * start_note (one line: GUID, stable uuid, active directory) says why. The caller opens
+ * `file` read-only (format_spec_read_only), so the image is locked as a reader's. On failure `file` stays the
  * caller's and why[] names the field at fault (nothing is logged). Returns 0 and *out, or
  * -EINVAL (malformed, or a state no source has seen), -ENOMEM, or an I/O -errno.
  * Main thread. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* asif_cache.c: the bounded cache of table groups and bitmap slices of an ASIF image
+/* asif_cache.c: the bounded cache of table groups and chunk bitmaps of an ASIF image
  * (docs/asif.md "Tables, chunk groups, entries", "Bitmap chunk"): an LRU list for eviction
  * and a hash of (kind, host offset) for lookups in constant time, so an event loop's fast
  * path can map a read under a trylock. Items are read outside the lock and inserted under
@@ -98,7 +98,8 @@ static struct asif_item *lookup(const struct asif_cache *c, enum asif_item_kind 
   return it;
 }
 
-const uint8_t *asif_cache_find(struct asif_cache *c, enum asif_item_kind kind, uint64_t host)
+const struct asif_item *asif_cache_find(struct asif_cache *c, enum asif_item_kind kind,
+                                        uint64_t host)
 {
   struct asif_item *it = lookup(c, kind, host);
 
@@ -109,7 +110,7 @@ const uint8_t *asif_cache_find(struct asif_cache *c, enum asif_item_kind kind, u
     lru_unlink(c, it);
     lru_push_front(c, it);
   }
-  return it->data;
+  return it;
 }
 
 int asif_cache_read(struct backing *file, enum asif_item_kind kind, uint64_t host,

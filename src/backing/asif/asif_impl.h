@@ -5,7 +5,7 @@
  *
  *   asif_header.c   the header and the directories: parsing and validation (pure: no I/O)
  *   asif_entry.c    locating a guest offset; decoding table and bitmap entries (pure)
- *   asif_cache.c    the bounded cache of table groups and bitmap slices read from the file
+ *   asif_cache.c    the bounded cache of table groups and chunk bitmaps read from the file
  *   asif_map.c      guest range -> runs of host bytes or zeroes; BLOCK_STATUS extents;
  *                   the worker's reads
  *   asif_submit.c   dispatch of ops to the fast path (cached entries) or an engine worker
@@ -148,23 +148,22 @@ int asif_bitmap_state(const struct asif_header *h, const uint8_t *slice, uint64_
 /* What a cache item holds. */
 enum asif_item_kind {
   ASIF_ITEM_GROUP = 1,  /* one table group: N data entries and the bitmap entry (S bytes) */
-  ASIF_ITEM_BITMAP = 2, /* ASIF_BITMAP_SLICE bytes of a bitmap chunk (fewer at its end) */
+  ASIF_ITEM_BITMAP = 2, /* the bitmap bytes of one data entry's chunk: the bytes holding
+                           blocks [i cs/bs, (i + 1) cs/bs) of its group's bitmap chunk */
 };
-
-/* Bytes of a bitmap chunk cached as one item: 16384 blocks' states. */
-#define ASIF_BITMAP_SLICE 4096u
 
 /* One cached item: `len` bytes read from the file at `host`, as on disk (big-endian). */
 struct asif_item {
   enum asif_item_kind kind;
   uint64_t host;
   uint32_t len;
+  bool bad;                      /* BITMAP: a block of its chunk has state 10 or 11 */
   struct asif_item *prev, *next; /* LRU list, most recent first */
   struct asif_item *hnext;       /* next in its hash bucket */
   uint8_t data[];
 };
 
-/* The bounded cache of table groups and bitmap slices. The image is never written, so an
+/* The bounded cache of table groups and chunk bitmaps. The image is never written, so an
  * item never goes stale: the cache only bounds memory. */
 struct asif_cache {
   struct asif_item *head, *tail;
@@ -199,9 +198,11 @@ int asif_cache_init(struct asif_cache *c, uint64_t bytes);
 /* Frees every item. Close only. */
 void asif_cache_destroy(struct asif_cache *c);
 
-/* The data of the cached item (kind, host), moved to the front, or NULL. No I/O, no
- * allocation. Lock held; any thread (the fast path takes the lock with trylock). */
-const uint8_t *asif_cache_find(struct asif_cache *c, enum asif_item_kind kind, uint64_t host);
+/* The cached item (kind, host), moved to the front, or NULL. No I/O, no allocation. The
+ * item stays valid until the lock is dropped. Lock held; any thread (the fast path takes
+ * the lock with trylock). */
+const struct asif_item *asif_cache_find(struct asif_cache *c, enum asif_item_kind kind,
+                                        uint64_t host);
 
 /* Reads the item (kind, host, len bytes) from `file` into a new item, without the lock
  * (the caller does not hold it). Returns 0 and *out, -ENOMEM or the read's -errno.
@@ -228,21 +229,24 @@ struct asif_need {
   enum asif_item_kind kind;
   uint64_t host;
   uint32_t len;
+  uint32_t index;  /* BITMAP: the data entry (0 .. N-1) whose chunk the bytes describe */
+  uint64_t first;  /* BITMAP: offset in the bitmap chunk of the first byte (host - chunk) */
 };
 
 /* Maps the first run of [offset, offset + len) (len > 0; offset < the directory's span
  * T D): a table absent from the directory, data entries never written or unmapped, and
  * blocks whose bitmap state is 00 read as zeroes; fully written chunks and written blocks
  * of partly written ones as their host bytes. A run ends at the end of a chunk, or where
- * a bitmap state changes (bitmap states are read only for the blocks the run covers).
- * Returns 0 and *seg; -EAGAIN and *need when a group or bitmap slice is not cached; -EIO
- * with why[] (one line naming the entry) for an entry docs/asif.md refuses (point 6, 7),
- * or a table the directory check kept as ASIF_DIR_ENTRY_BAD. No I/O. Lock held. */
+ * a bitmap state changes. Returns 0 and *seg; -EAGAIN and *need when a group or a chunk's
+ * bitmap is not cached; -EIO with why[] (one line naming the entry) for an entry
+ * docs/asif.md refuses (points 6, 7: a partly written chunk any of whose blocks has a
+ * bitmap state no source has seen is refused whole), or a table the directory check kept
+ * as ASIF_DIR_ENTRY_BAD. No I/O. Lock held. */
 int asif_map_at(struct asif *a, uint64_t offset, uint64_t len, struct asif_seg *seg,
                 struct asif_need *need, char *why, size_t why_len);
 
 /* Reads logical [offset, offset + len) (inside the directory's span) into buf: zeroes
- * where asif_map_at says so, the file's bytes elsewhere, loading groups and bitmap slices
+ * where asif_map_at says so, the file's bytes elsewhere, loading groups and chunk bitmaps
  * through the cache. Returns 0, -EIO with why[] (a malformed entry, as asif_map_at), or
  * -ENOMEM or the file's -errno with why[] untouched (the caller clears it first).
  * Lock not held; engine worker or main thread. */
@@ -261,7 +265,7 @@ int asif_report(struct asif *a, const char *why);
 
 /* ---- dispatch (asif_submit.c) ------------------------------------------------------------ */
 
-/* The node's submit (backing.h): a READ whose groups and bitmap slices are cached goes to
+/* The node's submit (backing.h): a READ whose groups and chunk bitmaps are cached goes to
  * the image file at once, as child ops on the caller's engine; other READs and
  * BLOCK_STATUS run on an engine worker; CACHE and FLUSH succeed at once (nothing is ever
  * written); WRITE, TRIM and WRITE_ZEROES are -EROFS. Any thread. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* asif_map.c: an ASIF image's logical bytes -> runs of host bytes or zeroes, through the
- * directory, the cached table groups and the cached bitmap slices (docs/asif.md "Tables,
+ * directory, the cached table groups and the cached chunk bitmaps (docs/asif.md "Tables,
  * chunk groups, entries", "Bitmap chunk", "What a reader must validate" points 6-8 and 10):
  * the reads an engine worker does, and BLOCK_STATUS. A partly written chunk is read per
  * block from its bitmap, so stale bytes in a chunk never reach a client. */
@@ -30,46 +30,69 @@ static int seg_zero(struct asif_seg *seg, uint64_t len, uint64_t limit)
   return 0;
 }
 
+/* Where the bitmap bytes of data index `index`'s chunk lie in its group's bitmap chunk:
+ * [*first, *first + *len). */
+static void chunk_bitmap_span(const struct asif_header *h, uint32_t index, uint64_t *first,
+                              uint32_t *len)
+{
+  uint64_t per_chunk = h->chunk_size / h->block_size;
+  uint64_t k0 = (uint64_t)index * per_chunk;
+
+  *first = k0 / 4u;
+  *len = (uint32_t)((k0 + per_chunk + 3u) / 4u - *first);
+}
+
+/* True when every block of data index `index`'s chunk has state 00 or 01 in `item` (its
+ * chunk bitmap bytes, the first at `first` in the bitmap chunk). */
+static bool chunk_bitmap_valid(const struct asif_header *h, const struct asif_item *item,
+                               uint32_t index, uint64_t first)
+{
+  uint64_t per_chunk = h->chunk_size / h->block_size;
+
+  for (uint64_t b = 0; b < per_chunk; b++) {
+    if (asif_bitmap_state(h, item->data, first, index, b) < 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
 /* Maps the blocks of a partly written chunk from its bitmap: the run of blocks with the
- * state of the block holding `o`, within the chunk, the slice and len. */
+ * state of the block holding loc->in_chunk, within the chunk and len. */
 static int map_partial(struct asif *a, const struct asif_loc *loc, uint64_t raw_bitmap,
                        uint64_t chunk_host, uint64_t len, struct asif_seg *seg,
                        struct asif_need *need, char *why, size_t why_len)
 {
   const struct asif_header *h = &a->h;
-  uint64_t bm_host;
+  uint64_t bm_host, first;
+  uint32_t span;
   int rc = asif_bitmap_entry_decode(h, raw_bitmap, a->file_size, &bm_host, why, why_len);
 
   if (rc < 0) {
     return -EIO;
   }
-  uint64_t per_chunk = h->chunk_size / h->block_size;
-  uint64_t block = loc->in_chunk / h->block_size;
-  uint64_t k = (uint64_t)loc->index * per_chunk + block;
-  uint64_t slice_off = k / 4u / ASIF_BITMAP_SLICE * ASIF_BITMAP_SLICE;
-  uint32_t slice_len = (uint32_t)min_u64(ASIF_BITMAP_SLICE, h->chunk_size - slice_off);
-  const uint8_t *slice = asif_cache_find(&a->cache, ASIF_ITEM_BITMAP, bm_host + slice_off);
-
-  if (slice == NULL) {
-    *need = (struct asif_need){.kind = ASIF_ITEM_BITMAP, .host = bm_host + slice_off,
-                               .len = slice_len};
+  chunk_bitmap_span(h, loc->index, &first, &span);
+  /* The bitmap chunk lies in the file (asif_bitmap_entry_decode), first + span <= cs. */
+  const struct asif_item *item = asif_cache_find(&a->cache, ASIF_ITEM_BITMAP, bm_host + first);
+  if (item == NULL) {
+    *need = (struct asif_need){.kind = ASIF_ITEM_BITMAP, .host = bm_host + first, .len = span,
+                               .index = loc->index, .first = first};
     return -EAGAIN;
   }
-  /* The blocks of this data index the slice covers end at `last` (exclusive). */
-  uint64_t slice_blocks_end = (slice_off + slice_len) * 4u;
-  uint64_t last = min_u64(per_chunk, slice_blocks_end - (uint64_t)loc->index * per_chunk);
-  uint64_t want_end = loc->in_chunk + len; /* no overflow: len <= what the caller bounds */
-  int state = asif_bitmap_state(h, slice, slice_off, loc->index, block);
-
-  if (state < 0) {
-    snprintf(why, why_len, "bitmap chunk %llu: block %llu of data entry %u has state 10 or 11",
-             (unsigned long long)(bm_host / h->chunk_size), (unsigned long long)block,
-             loc->index);
+  if (item->bad) {
+    snprintf(why, why_len, "bitmap chunk %llu: data entry %u's chunk has a block in state 10 "
+             "or 11 (unseen)", (unsigned long long)(bm_host / h->chunk_size), loc->index);
     return -EIO;
   }
+  uint64_t per_chunk = h->chunk_size / h->block_size;
+  uint64_t block = loc->in_chunk / h->block_size;
+  uint64_t want_end = loc->in_chunk + len; /* <= cs: the caller bounds len to the chunk */
+  int state = asif_bitmap_state(h, item->data, first, loc->index, block);
   uint64_t b = block + 1;
-  while (b < last && b * h->block_size < want_end &&
-         asif_bitmap_state(h, slice, slice_off, loc->index, b) == state) {
+
+  assert(state == 0 || state == 1);
+  while (b < per_chunk && b * h->block_size < want_end &&
+         asif_bitmap_state(h, item->data, first, loc->index, b) == state) {
     b++;
   }
   uint64_t run = min_u64(b * h->block_size, want_end) - loc->in_chunk;
@@ -105,12 +128,13 @@ int asif_map_at(struct asif *a, uint64_t offset, uint64_t len, struct asif_seg *
   }
   /* The table lies in the file (asif_directory_parse): no sum below overflows. */
   uint64_t group_host = table * h->chunk_size + (uint64_t)loc.group * h->group_bytes;
-  const uint8_t *group = asif_cache_find(&a->cache, ASIF_ITEM_GROUP, group_host);
-  if (group == NULL) {
+  const struct asif_item *item = asif_cache_find(&a->cache, ASIF_ITEM_GROUP, group_host);
+  if (item == NULL) {
     *need = (struct asif_need){.kind = ASIF_ITEM_GROUP, .host = group_host,
                                .len = h->group_bytes};
     return -EAGAIN;
   }
+  const uint8_t *group = item->data;
   uint64_t raw = bytes_get_be64(group + 8u * loc.index);
   if (asif_entry_decode(h, raw, a->file_size, &e, why, why_len) < 0) {
     return -EIO;
@@ -150,6 +174,9 @@ static int map_load(struct asif *a, uint64_t offset, uint64_t len, struct asif_s
     rc = asif_cache_read(a->file, need.kind, need.host, need.len, &item);
     if (rc < 0) {
       return rc; /* the file's own error: why[] stays as it was */
+    }
+    if (need.kind == ASIF_ITEM_BITMAP) {
+      item->bad = !chunk_bitmap_valid(&a->h, item, need.index, need.first);
     }
     pthread_mutex_lock(&a->lock);
     asif_cache_insert(&a->cache, item);

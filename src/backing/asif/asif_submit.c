@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* asif_submit.c: the ASIF node's dispatch. A READ whose table groups and bitmap slices are
+/* asif_submit.c: the ASIF node's dispatch. A READ whose table groups and chunk bitmaps are
  * all cached goes straight to the image file as child ops on the caller's engine, with no
  * worker and one allocation (the zero runs are filled in place); any other READ, and
  * BLOCK_STATUS, runs on an engine worker (ENGINE_CALL) with synchronous child I/O. The node
