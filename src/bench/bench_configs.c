@@ -111,6 +111,11 @@ static const struct bench_config configs[] = {
         "qemu-nbd -f qcow2 --cache=none --aio=io_uring on the same 1 TiB qcow2 image, fio nbd "
         "engine over unix",
         BENCH_SERVER_QEMU_NBD, BENCH_IMAGE_QCOW2_1T),
+  { "diskgate-asif",
+    "diskgate serve --format asif --cache direct --sync full on the test file's data as a "
+    "fully written ASIF image (1 MiB chunks in a shuffled order), fio nbd engine over unix",
+    BENCH_CFG_ASIF, BENCH_SERVER_DISKGATE, BENCH_TRANSPORT_UNIX, "full", "direct", 0,
+    BENCH_GUEST_FILE, false, NULL, BENCH_IMAGE_ASIF_FULL },
   GUEST("guest-virtio-file", "guest: virtio-blk on the raw file, cache=none (the guest 100% line)",
         BENCH_GUEST_FILE, BENCH_SERVER_NONE, false, "cache=none"),
   GUEST("guest-virtio-loop", "guest: virtio-blk on the loop device (4096-byte sectors), cache=none",
@@ -164,6 +169,10 @@ bool bench_configs_applies(const struct bench_config *cfg, const struct bench_wo
   } else if ((cfg->kind == BENCH_CFG_RBD || cfg->kind == BENCH_CFG_QCOW2) &&
              wl->kind == BENCH_WL_COPY) {
     reason = "the copy test runs on raw file-backed rows only";
+  } else if (cfg->kind == BENCH_CFG_ASIF &&
+             (wl->kind == BENCH_WL_COPY || wl->fsync ||
+              (wl->rw != NULL && (strstr(wl->rw, "write") != NULL || strstr(wl->rw, "rw") != NULL)))) {
+    reason = "an ASIF image is served read-only";
   } else if (cfg->kind == BENCH_CFG_GUEST && cfg->backing == BENCH_GUEST_9P && !wl->large_seq) {
     reason = "the shared-folder row runs the large sequential jobs only";
   }
@@ -190,6 +199,7 @@ enum bench_group bench_configs_group(const struct bench_config *cfg)
   case BENCH_CFG_HOST:
   case BENCH_CFG_HOST_DEV:
   case BENCH_CFG_NBD:
+  case BENCH_CFG_ASIF: /* the test file's bytes: a share of `host` means what it does for raw */
     break;
   }
   return BENCH_GROUP_HOST;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "bench/bench_asif.h"
 #include "bench/bench_cli.h"
 #include "bench/bench_configs.h"
 #include "bench/bench_copy.h"
@@ -151,7 +152,8 @@ static void list_all(FILE *out)
     fprintf(out, "  %-30s %s (%s suite, %s)\n", wls[i].name, wls[i].title, wls[i].suite,
             bench_workloads_unit_label(wls[i].unit));
   }
-  fputs("Profiles (--profile): quick, seeds, sync, rbd, peers, scaling, qcow2, all\n", out);
+  fputs("Profiles (--profile): quick, seeds, sync, rbd, peers, scaling, qcow2, asif, all\n",
+        out);
 }
 
 /* The command line as a POSIX shell would take it back: an argument that is empty or holds
@@ -264,16 +266,17 @@ static size_t drop_unusable_rbd_rows(struct bench_results *r, const struct bench
   return kept;
 }
 
-/* Drops the diskgate qcow2 rows whose binary cannot serve qcow2, with one line saying why.
- * Returns the number of rows left. */
-static size_t drop_unusable_qcow2_rows(struct bench_results *r, const struct bench_env *env)
+/* Drops the diskgate qcow2 and ASIF rows whose binary cannot serve that format, with one
+ * line saying why. Returns the number of rows left. */
+static size_t drop_unusable_image_rows(struct bench_results *r, const struct bench_env *env)
 {
   size_t kept = 0;
 
   for (size_t c = 0; c < r->nconfigs; c++) {
     char why[PATH_MAX + 96];
 
-    if (bench_qcow2_check(env, r->configs[c], why, sizeof(why)) < 0) {
+    if (bench_qcow2_check(env, r->configs[c], why, sizeof(why)) < 0 ||
+        bench_asif_check(env, r->configs[c], why, sizeof(why)) < 0) {
       fprintf(stderr, "diskgate bench: skipping %s: %s\n", r->configs[c]->name, why);
       continue;
     }
@@ -425,7 +428,7 @@ static int lab_select(int argc, char **argv, struct bench_results *r, struct ben
   if (bench_env_locate(env, &r->opts, needs_file(r), copy) < 0) {
     return 2;
   }
-  if (drop_unusable_rbd_rows(r, env) == 0 || drop_unusable_qcow2_rows(r, env) == 0) {
+  if (drop_unusable_rbd_rows(r, env) == 0 || drop_unusable_image_rows(r, env) == 0) {
     return 2;
   }
   r->cells = calloc(r->nconfigs * r->nworkloads, sizeof(*r->cells));
@@ -484,6 +487,7 @@ static int lab_run(int argc, char **argv, struct bench_results *r)
   }
   bench_rbd_cleanup(&env);
   bench_qcow2_cleanup(&env);
+  bench_asif_cleanup(&env);
   r->elapsed_s = bench_proc_now() - t0;
   r->tree_bytes = env.tree_bytes;
   r->tree_files = env.tree_files;

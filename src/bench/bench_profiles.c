@@ -58,6 +58,12 @@ static const struct profile profiles[] = {
     "diskgate-qcow2,qemu-nbd-qcow2,diskgate-qcow2-fresh,qemu-nbd-qcow2-fresh,"
     "diskgate-unix-direct-full,diskgate-qcow2-1t,qemu-nbd-qcow2-1t",
     "randread-4k,randwrite-4k,read-1m,randrw-4k-16x64", 3, 5, 1ull << 30 },
+  /* asif: diskgate --format asif on the test file's bytes as a fully written ASIF image
+   * beside diskgate on the raw file (both O_DIRECT); the targets A1-A2
+   * (bench_targets_asif.h). No host row: its reads of the raw file alone would warm the
+   * caches under a virtual disk for the raw row only */
+  { "asif", "diskgate-unix-direct-full,diskgate-asif", "read-1m,randread-4k", 3, 10,
+    4ull << 30 },
   { "all", "*", "*", 3, 10, 2ull << 30 },
 };
 

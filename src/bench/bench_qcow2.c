@@ -38,6 +38,7 @@ uint64_t bench_qcow2_size(const struct bench_config *cfg, uint64_t test_size)
   case BENCH_IMAGE_QCOW2_1T:
     return BENCH_QCOW2_1T_SIZE;
   case BENCH_IMAGE_QCOW2_FULL:
+  case BENCH_IMAGE_ASIF_FULL:
   case BENCH_IMAGE_NONE:
     break;
   }
@@ -53,6 +54,7 @@ static enum image_file file_of(const struct bench_config *cfg)
   case BENCH_IMAGE_QCOW2_1T:
     return FILE_1T;
   case BENCH_IMAGE_QCOW2_FULL:
+  case BENCH_IMAGE_ASIF_FULL:
   case BENCH_IMAGE_NONE:
     break;
   }

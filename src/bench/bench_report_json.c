@@ -41,6 +41,8 @@ static const char *kind_name(enum bench_cfg_kind k)
     return "rbd";
   case BENCH_CFG_QCOW2:
     return "qcow2";
+  case BENCH_CFG_ASIF:
+    return "asif";
   }
   return "";
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench/bench_asif.h"
 #include "bench/bench_blockdev.h"
 #include "bench/bench_configs.h"
 #include "bench/bench_copy.h"
@@ -36,7 +37,7 @@ struct target {
   char uri[256];
   char drive[PATH_MAX + 96];
   const char *filename;    /* what fio opens (io_uring) */
-  char image[PATH_MAX];    /* qcow2 rows: the image the server opens, "" for other rows */
+  char image[PATH_MAX];    /* qcow2 and ASIF rows: the image the server opens, "" for others */
   const struct bench_config *cfg;
   uint64_t size;           /* bytes fio addresses */
 };
@@ -134,6 +135,13 @@ static int target_up(struct bench_env *env, const struct bench_config *cfg, unsi
       return rc;
     }
     t->size = bench_qcow2_size(cfg, env->opts->size);
+  }
+  if (cfg->kind == BENCH_CFG_ASIF) {
+    rc = bench_asif_image(env, cfg, t->image, sizeof(t->image));
+    if (rc < 0) {
+      t->image[0] = '\0';
+      return rc;
+    }
   }
   if (cfg->server != BENCH_SERVER_NONE) {
     /* a diskgate row over a loop device exports the device, fio still talks NBD */
@@ -251,7 +259,7 @@ static int run_host_cells(struct bench_env *env, struct bench_results *r, size_t
       };
 
       if (cfg->kind == BENCH_CFG_NBD || cfg->kind == BENCH_CFG_RBD ||
-          cfg->kind == BENCH_CFG_QCOW2) {
+          cfg->kind == BENCH_CFG_QCOW2 || cfg->kind == BENCH_CFG_ASIF) {
         ft.ioengine = "nbd";
         ft.filename = NULL;
         ft.uri = t->uri;

@@ -166,9 +166,9 @@ static void server_add_diskgate_args(const struct bench_env *env, const struct b
     l->argv[l->argc++] = "--cache";
     l->argv[l->argc++] = (char *)(cfg->cache_mode != NULL ? cfg->cache_mode : "direct");
   }
-  if (cfg->kind == BENCH_CFG_QCOW2) {
+  if (cfg->kind == BENCH_CFG_QCOW2 || cfg->kind == BENCH_CFG_ASIF) {
     l->argv[l->argc++] = "--format";
-    l->argv[l->argc++] = "qcow2";
+    l->argv[l->argc++] = cfg->kind == BENCH_CFG_QCOW2 ? "qcow2" : "asif";
   }
   l->argv[l->argc++] = "--pid-file";
   l->argv[l->argc++] = l->pidfile;

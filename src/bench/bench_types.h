@@ -51,6 +51,8 @@ enum bench_cfg_kind {
   BENCH_CFG_GUEST,    /* fio inside a QEMU guest */
   BENCH_CFG_RBD,      /* fio's nbd engine against an NBD server exporting a Ceph RBD image */
   BENCH_CFG_QCOW2,    /* fio's nbd engine against an NBD server of a qcow2 image (`image`) */
+  BENCH_CFG_ASIF,     /* fio's nbd engine against diskgate serving an ASIF image (`image`) of
+                       * the test file's bytes; reported with the host rows */
 };
 
 /* The groups of rows a report shows apart, each with its own baseline row: host-side rows
@@ -64,14 +66,16 @@ enum bench_group {
   BENCH_GROUP_COUNT,
 };
 
-/* The image a qcow2 row's server opens (bench_qcow2.h makes them). */
+/* The image a qcow2 or ASIF row's server opens (bench_qcow2.h, bench_asif.h make them). */
 enum bench_image {
-  BENCH_IMAGE_NONE,        /* not a qcow2 row */
+  BENCH_IMAGE_NONE,        /* not a qcow2 or ASIF row */
   BENCH_IMAGE_QCOW2_FULL,  /* the test file's data as a fully allocated qcow2 image; each
                             * server kind its own copy */
   BENCH_IMAGE_QCOW2_FRESH, /* an empty qcow2 image made for each run: every write allocates */
   BENCH_IMAGE_QCOW2_1T,    /* a 1 TiB qcow2 image with every L2 table allocated
                             * (preallocation=metadata), for the memory bound */
+  BENCH_IMAGE_ASIF_FULL,   /* the test file's bytes as a fully written ASIF image, its data
+                            * chunks in a shuffled physical order */
 };
 
 enum bench_server_kind {
@@ -113,7 +117,7 @@ struct bench_config {
   enum bench_guest_backing backing;  /* guest rows */
   bool nvme;                         /* guest rows: emulated NVMe instead of virtio-blk */
   const char *qemu_cache;            /* guest rows on the file: QEMU -drive cache options */
-  enum bench_image image;            /* qcow2 rows: the image served */
+  enum bench_image image;            /* qcow2 and ASIF rows: the image served */
 };
 
 /* One run of one cell. Figures are 0 when not applicable. */
