@@ -312,21 +312,24 @@ def cmd_verify(name, uri, swapped=False):
 def cmd_snapshot(uri, name):
     img = case_image(name)
     size = img.size
-    h = connect(uri)
+    h = connect(uri, strict=0)
     assert not h.is_read_only(), "--snapshot: the export is read-only"
+    minb = h.get_block_size(nbd.SIZE_MINIMUM)
+    assert minb == img.bs, "--snapshot: minimum block size %d, the image's is %d" % (minb, img.bs)
     writes = [(0, pattern(1, 4096)), (MiB - 1024, pattern(2, 3072)),
               (size - 8192, pattern(3, 8192)), (3 * MiB + 512, pattern(4, 2 * MiB))]
     for off, data in writes:
         h.pwrite(data, off)
     h.flush()
     h.shutdown()
-    h = connect(uri)
+    h = connect(uri, strict=0)
     for off, data in writes:
         assert h.pread(len(data), off) == data, "--snapshot: write at %d does not read back" % off
     read_eq(h, img, 2 * MiB, 4096, "--snapshot: bytes no write touched")
     read_eq(h, img, MiB + 2048, 4096, "--snapshot: bytes no write touched")
     h.shutdown()
-    print("ok: --snapshot: %d writes read back on a new connection" % len(writes))
+    print("ok: --snapshot of %s: block size %d, %d writes read back on a new connection" % (
+        name, minb, len(writes)))
 
 
 def cmd_readonly(uri, name):

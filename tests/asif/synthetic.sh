@@ -8,8 +8,8 @@
 # served and read byte for byte as the generator says (every written chunk's edges, odd
 # offsets and lengths) and BLOCK_STATUS says HOLE|ZERO exactly where it says unwritten.
 # Writes: without --snapshot the export is read-only, the log says why and a WRITE is
-# refused with EPERM; with --snapshot a client's writes read back on a new connection
-# and the image file is unchanged; these two servers and a plain one share the image (an
+# refused with EPERM; with --snapshot a client's writes read back on a new connection,
+# the export keeps the image's block size (4096 for C5) and the image file is unchanged; these two servers and a plain one share the image (an
 # ASIF image is only read: no writer's lock); a raw file (probed) refuses a WRITE that
 # would give it the ASIF magic.
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -35,18 +35,21 @@ img=$T/c/c1-full.asif
 sum=$(sha256sum <"$img")
 asif_launch ro "$img"
 TMPDIR=$T/tmp asif_launch snap --snapshot "$img"
+TMPDIR=$T/tmp asif_launch snap4k --snapshot "$T/c/c5-4k.asif"
 truncate -s 4M "$T/raw.img"
 asif_launch raw "$T/raw.img"
-asif_wait "${names[@]}" ro snap raw
+asif_wait "${names[@]}" ro snap snap4k raw
 
 $PY "$CHECK" verify "${args[@]}"
 # read-only without --snapshot: the export says so, a WRITE is EPERM
 $PY "$CHECK" readonly "$(asif_uri ro)" c1-full
 # --snapshot: writes to a throw-away overlay
 $PY "$CHECK" snapshot "$(asif_uri snap)" c1-full
+# --snapshot keeps the image's 4096-byte blocks (the overlay's own are 512)
+$PY "$CHECK" snapshot "$(asif_uri snap4k)" c5-4k
 # a probed raw file: a WRITE giving sector 0 the ASIF magic is refused
 $PY "$CHECK" probedraw "$(asif_uri raw)"
-asif_stop "${names[@]}" ro snap raw
+asif_stop "${names[@]}" ro snap snap4k raw
 
 log=$(asif_log ro)
 grep -qF ", read-only" "$log" || fail "ro: the serving line does not say read-only: $(cat "$log")"

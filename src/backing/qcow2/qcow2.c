@@ -237,8 +237,20 @@ static void geometry_set(struct qcow2 *q)
   memset(g, 0, sizeof *g);
   g->size = q->h.size;
   g->logical_block_size = 512;
+  /* Over a backing of larger blocks (a 4Kn device, an ASIF image of 4096-byte blocks) the
+   * guest's partition table and file systems are laid out in its blocks: keep them. */
+  if (q->backing_node != NULL) {
+    uint32_t lbs = q->backing_node->geo.logical_block_size;
+
+    if (lbs > 512 && lbs <= PHYSICAL_BLOCK_MAX && g->size % lbs == 0) {
+      g->logical_block_size = lbs;
+    }
+  }
   g->physical_block_size = q->cluster_size < PHYSICAL_BLOCK_MAX ? (uint32_t)q->cluster_size
                                                                   : PHYSICAL_BLOCK_MAX;
+  if (g->physical_block_size < g->logical_block_size) {
+    g->physical_block_size = g->logical_block_size;
+  }
   g->direct_alignment = 1;
   g->rotational = fg->rotational;
   g->can_trim = q->writable;
