@@ -6,6 +6,7 @@
  * allocation, copy-on-write, compressed or backing data, TRIM, WRITE_ZEROES, FLUSH,
  * BLOCK_STATUS) runs on an engine worker (ENGINE_CALL) with synchronous child I/O. */
 #include "backing/qcow2/qcow2_impl.h"
+#include "backing/format_runs.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -17,69 +18,13 @@
  * fragmented op plans into a heap array of one run per cluster or subcluster. */
 #define FAST_RUNS_STACK 64
 
-struct fast_run {
-  uint64_t buf_off; /* bytes into op->buf */
-  uint64_t len;
-  uint64_t host;    /* host offset; UINT64_MAX: reads as zeroes */
-};
-
-/* One fast-path op: its child ops on the image file and their joint result. */
-struct fast_ctx {
-  struct backing_op *parent;
-  struct qcow2 *q;
-  atomic_uint pending; /* child ops not yet done */
-  atomic_int result;   /* the first error, or 0 */
-  uint32_t n;          /* child ops */
-  struct backing_op child[];
-};
-
-static void fast_child_done(struct backing_op *c, int result)
+/* Releases the fast ops' count once their child ops are done. No lock here: this may run
+ * on the engine thread that must also complete the I/O of a worker holding q->lock. */
+static void fast_release(void *arg, uint32_t k)
 {
-  struct fast_ctx *ctx = c->opaque;
+  struct qcow2 *q = arg;
 
-  if (result < 0) {
-    int expected = 0;
-    atomic_compare_exchange_strong(&ctx->result, &expected, result);
-  }
-  if (atomic_fetch_sub(&ctx->pending, 1) == 1) {
-    struct backing_op *op = ctx->parent;
-    struct qcow2 *q = ctx->q;
-    int rc = atomic_load(&ctx->result);
-    /* No lock here: this may run on the engine thread that must also complete the I/O of
-     * a worker holding q->lock. */
-    atomic_fetch_sub(&q->fast_inflight, ctx->n);
-    free(ctx);
-    op->done(op, rc);
-  }
-}
-
-/* True when a child op of `len` bytes at host `host` from buffer `p` suits the image file's
- * alignment and lies inside it. */
-static bool fast_child_fits(const struct qcow2 *q, uint64_t host, uint64_t len, const void *p)
-{
-  uint64_t a = q->file->geo.direct_alignment > 1 ? q->file->geo.direct_alignment : 1;
-
-  return host % a == 0 && len % a == 0 && (uintptr_t)p % a == 0 &&
-         host <= q->file->geo.size && len <= q->file->geo.size - host;
-}
-
-/* Appends a run, merging it with the last when the host bytes continue. */
-static bool fast_run_add(struct fast_run *runs, uint32_t cap, uint32_t *n, uint64_t buf_off,
-                         uint64_t len, uint64_t host)
-{
-  if (*n > 0) {
-    struct fast_run *last = &runs[*n - 1];
-    if ((host == UINT64_MAX && last->host == UINT64_MAX) ||
-        (host != UINT64_MAX && last->host != UINT64_MAX && last->host + last->len == host)) {
-      last->len += len;
-      return true;
-    }
-  }
-  if (*n >= cap) {
-    return false;
-  }
-  runs[(*n)++] = (struct fast_run){.buf_off = buf_off, .len = len, .host = host};
-  return true;
+  atomic_fetch_sub(&q->fast_inflight, k);
 }
 
 enum fast_verdict { FAST_OK, FAST_SLOW, FAST_FULL };
@@ -87,7 +32,7 @@ enum fast_verdict { FAST_OK, FAST_SLOW, FAST_FULL };
 /* Maps op through the cached tables into runs[0..cap). Returns FAST_OK, FAST_SLOW (the slow
  * path must run) or FAST_FULL (more than cap runs). Lock held. */
 static enum fast_verdict fast_plan(struct qcow2 *q, const struct backing_op *op, bool write,
-                                   struct fast_run *runs, uint32_t cap, uint32_t *n)
+                                   struct format_run *runs, uint32_t cap, uint32_t *n)
 {
   bool fua = (op->flags & BACKING_FLAG_FUA) != 0;
   uint64_t done = 0;
@@ -98,7 +43,7 @@ static enum fast_verdict fast_plan(struct qcow2 *q, const struct backing_op *op,
   }
   while (done < op->length) {
     struct qcow2_map m;
-    uint64_t host = UINT64_MAX;
+    uint64_t host = FORMAT_RUN_ZERO;
     if (qcow2_map_cached(q, op->offset + done, op->length - done, &m) < 0 ||
         m.cached_only_miss) {
       return FAST_SLOW;
@@ -109,24 +54,18 @@ static enum fast_verdict fast_plan(struct qcow2 *q, const struct backing_op *op,
                (m.kind == QCOW2_UNALLOC && q->backing_node != NULL)) {
       return FAST_SLOW;
     }
-    if (!fast_run_add(runs, cap, n, done, m.length, host)) {
+    if (!format_run_add(runs, cap, n, done, m.length, host)) {
       return FAST_FULL;
     }
     done += m.length;
   }
-  for (uint32_t i = 0; i < *n; i++) {
-    if (runs[i].host != UINT64_MAX &&
-        !fast_child_fits(q, runs[i].host, runs[i].len, (uint8_t *)op->buf + runs[i].buf_off)) {
-      return FAST_SLOW;
-    }
-  }
-  return FAST_OK;
+  return format_runs_fit(q->file, op, runs, *n) ? FAST_OK : FAST_SLOW;
 }
 
 /* Plans op into *runs: the stack array, or a heap one (*heap, to free) when op is more
  * fragmented. Returns false when the slow path must run. Lock held. */
 static bool fast_plan_any(struct qcow2 *q, const struct backing_op *op, bool write,
-                          struct fast_run **runs, struct fast_run **heap, uint32_t *n)
+                          struct format_run **runs, struct format_run **heap, uint32_t *n)
 {
   enum fast_verdict v = fast_plan(q, op, write, *runs, FAST_RUNS_STACK, n);
   uint64_t cap = op->length / q->subcluster_size + 2;
@@ -146,9 +85,9 @@ static bool fast_plan_any(struct qcow2 *q, const struct backing_op *op, bool wri
  * be called), false when it must go to a worker. */
 static bool fast_path(struct qcow2 *q, struct backing_op *op, bool write)
 {
-  struct fast_run stack_runs[FAST_RUNS_STACK], *runs = stack_runs, *heap;
-  struct fast_ctx *ctx;
+  struct format_run stack_runs[FAST_RUNS_STACK], *runs = stack_runs, *heap;
   uint32_t n, k = 0;
+  int rc;
 
   if (!op->nonblocking) {
     qcow2_lock(q); /* maybe an engine worker (a chain's read): it lets the pool grow */
@@ -161,54 +100,15 @@ static bool fast_path(struct qcow2 *q, struct backing_op *op, bool write)
     return false;
   }
   for (uint32_t i = 0; i < n; i++) {
-    k += runs[i].host != UINT64_MAX;
+    k += runs[i].host != FORMAT_RUN_ZERO;
   }
   atomic_fetch_add(&q->fast_inflight, k);
   pthread_mutex_unlock(&q->lock);
-  for (uint32_t i = 0; i < n; i++) {
-    if (runs[i].host == UINT64_MAX) {
-      memset((uint8_t *)op->buf + runs[i].buf_off, 0, runs[i].len);
-    }
-  }
-  ctx = k > 0 ? malloc(sizeof *ctx + k * sizeof ctx->child[0]) : NULL;
-  if (k == 0) {
-    free(heap);
-    op->done(op, 0);
-    return true;
-  }
-  if (ctx == NULL) {
-    free(heap);
+  rc = format_runs_submit(q->file, op, runs, n, fast_release, q);
+  free(heap);
+  if (rc < 0) {
     atomic_fetch_sub(&q->fast_inflight, k);
     return false;
-  }
-  ctx->parent = op;
-  ctx->q = q;
-  ctx->n = k;
-  atomic_init(&ctx->pending, k);
-  atomic_init(&ctx->result, 0);
-  for (uint32_t i = 0, c = 0; i < n; i++) {
-    if (runs[i].host != UINT64_MAX) {
-      struct backing_op *child = &ctx->child[c++];
-      memset(child, 0, sizeof *child);
-      child->type = write ? BACKING_OP_WRITE : BACKING_OP_READ;
-      child->flags = op->flags & BACKING_FLAG_FUA;
-      child->offset = runs[i].host;
-      child->length = runs[i].len;
-      child->buf = (uint8_t *)op->buf + runs[i].buf_off;
-      child->done = fast_child_done;
-      child->opaque = ctx;
-      child->engine = op->engine;
-      child->nonblocking = op->nonblocking;
-      child->fixed_buf = n == 1 ? op->fixed_buf : 0;
-    }
-  }
-  free(heap);
-  for (uint32_t c = 0; c < k; c++) {
-    /* After the last submit ctx may be gone: only k, a local, is read. */
-    int rc = backing_submit(q->file, &ctx->child[c]);
-    if (rc < 0) {
-      fast_child_done(&ctx->child[c], rc);
-    }
   }
   return true;
 }
@@ -256,26 +156,10 @@ static ssize_t slow_call(void *arg)
   return slow_run((struct qcow2 *)op->owner, op);
 }
 
-static void slow_complete(struct engine_req *req, ssize_t result)
-{
-  struct backing_op *op = req->arg;
-
-  op->done(op, (int)result);
-}
-
 /* Queues op on a worker (inline when the node has no engine: unit tests). */
 static int slow_submit(struct qcow2 *q, struct backing_op *op)
 {
-  if (q->engine == NULL) {
-    op->done(op, slow_run(q, op));
-    return 0;
-  }
-  memset(&op->ereq, 0, sizeof op->ereq);
-  op->ereq.opcode = ENGINE_CALL;
-  op->ereq.call = slow_call;
-  op->ereq.arg = op;
-  op->ereq.complete = slow_complete;
-  return engine_submit(q->engine, &op->ereq);
+  return format_call_submit(q->engine, op, slow_call);
 }
 
 int qcow2_submit(struct backing *b, struct backing_op *op)
