@@ -68,6 +68,22 @@ bool bench_targets_uses(const char *config, const char *workload)
   return false;
 }
 
+bool bench_targets_cell_figures(const struct bench_results *r, const char *config,
+                                const char *workload, struct bench_figures *f)
+{
+  memset(f, 0, sizeof(*f));
+  for (size_t c = 0; c < r->nconfigs; c++) {
+    for (size_t w = 0; w < r->nworkloads; w++) {
+      if (strcmp(r->configs[c]->name, config) == 0 &&
+          strcmp(r->workloads[w]->name, workload) == 0) {
+        bench_targets_figures(&r->cells[c * r->nworkloads + w], f);
+        return f->ok;
+      }
+    }
+  }
+  return false;
+}
+
 void bench_targets_figures(const struct bench_cell *cell, struct bench_figures *f)
 {
   double v[8][BENCH_MAX_RUNS];
@@ -231,17 +247,7 @@ static bool fig(const struct bench_results *r, const char *config, const char *w
                 struct bench_figures *f)
 {
   assert(bench_targets_uses(config, workload));
-  memset(f, 0, sizeof(*f));
-  for (size_t c = 0; c < r->nconfigs; c++) {
-    for (size_t w = 0; w < r->nworkloads; w++) {
-      if (strcmp(r->configs[c]->name, config) == 0 &&
-          strcmp(r->workloads[w]->name, workload) == 0) {
-        bench_targets_figures(&r->cells[c * r->nworkloads + w], f);
-        return f->ok;
-      }
-    }
-  }
-  return false;
+  return bench_targets_cell_figures(r, config, workload, f);
 }
 
 /* Marks `n` rows of `target` as not measured, naming what they would have measured. */

@@ -54,6 +54,12 @@ enum bench_verdict bench_targets_verdict(bool ok, bool reachable);
 /* Fills *f with the medians of the cell's successful runs (f->ok false when none). */
 void bench_targets_figures(const struct bench_cell *cell, struct bench_figures *f);
 
+/* The figures (bench_targets_figures) of the cell (config, workload) of r, found by their
+ * names; false (and *f zeroed) when that cell was not selected or has no successful run.
+ * Main thread. */
+bool bench_targets_cell_figures(const struct bench_results *r, const char *config,
+                                const char *workload, struct bench_figures *f);
+
 /* Returns true when some target reads the cell of configuration `config` (a name of
  * bench_configs.c) and workload `workload`: the peers profile runs only those. */
 bool bench_targets_uses(const char *config, const char *workload);

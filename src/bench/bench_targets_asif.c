@@ -15,17 +15,7 @@
 static bool fig(const struct bench_results *r, const char *config, const char *workload,
                 struct bench_figures *f)
 {
-  memset(f, 0, sizeof(*f));
-  for (size_t c = 0; c < r->nconfigs; c++) {
-    for (size_t w = 0; w < r->nworkloads; w++) {
-      if (strcmp(r->configs[c]->name, config) == 0 &&
-          strcmp(r->workloads[w]->name, workload) == 0) {
-        bench_targets_figures(&r->cells[c * r->nworkloads + w], f);
-        return f->ok;
-      }
-    }
-  }
-  return false;
+  return bench_targets_cell_figures(r, config, workload, f);
 }
 
 /* One line: ASIF_ROW against RAW_ROW on workload wl (MB/s when mbps, else IOPS), the host

@@ -90,17 +90,7 @@ static bool fig(const struct bench_results *r, const char *config, const char *w
                 struct bench_figures *f)
 {
   assert(bench_targets_qcow2_uses(config, workload));
-  memset(f, 0, sizeof(*f));
-  for (size_t c = 0; c < r->nconfigs; c++) {
-    for (size_t w = 0; w < r->nworkloads; w++) {
-      if (strcmp(r->configs[c]->name, config) == 0 &&
-          strcmp(r->workloads[w]->name, workload) == 0) {
-        bench_targets_figures(&r->cells[c * r->nworkloads + w], f);
-        return f->ok;
-      }
-    }
-  }
-  return false;
+  return bench_targets_cell_figures(r, config, workload, f);
 }
 
 /* Marks a row of `target` as not measured, naming what it would have measured. */
