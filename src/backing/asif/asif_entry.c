@@ -7,26 +7,8 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <stdarg.h>
-#include <stdio.h>
 
 #include "util/bytes.h"
-
-static int refuse(char *why, size_t why_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* Writes the refusal line to why[] and returns -EINVAL. */
-static int refuse(char *why, size_t why_len, const char *fmt, ...)
-{
-  va_list ap;
-
-  if (why != NULL && why_len > 0) {
-    va_start(ap, fmt);
-    vsnprintf(why, why_len, fmt, ap);
-    va_end(ap);
-  }
-  return -EINVAL;
-}
 
 void asif_locate(const struct asif_header *h, uint64_t offset, struct asif_loc *loc)
 {
@@ -62,14 +44,14 @@ int asif_entry_decode(const struct asif_header *h, uint64_t raw, uint64_t file_s
   uint64_t host = 0;
 
   if ((raw & ASIF_ENTRY_RESERVED_MASK) != 0) {
-    return refuse(why, why_len, "data entry 0x%016llx has reserved bits 55-61 set",
+    return asif_refuse(why, why_len, "data entry 0x%016llx has reserved bits 55-61 set",
                   (unsigned long long)raw);
   }
   switch (status) {
   case ASIF_STATUS_NEVER:
   case ASIF_STATUS_UNMAPPED:
     if (chunk != 0) {
-      return refuse(why, why_len, "data entry 0x%016llx: status %s with chunk %llu (unseen)",
+      return asif_refuse(why, why_len, "data entry 0x%016llx: status %s with chunk %llu (unseen)",
                     (unsigned long long)raw, status == ASIF_STATUS_NEVER ? "00" : "10",
                     (unsigned long long)chunk);
     }
@@ -77,11 +59,11 @@ int asif_entry_decode(const struct asif_header *h, uint64_t raw, uint64_t file_s
   case ASIF_STATUS_FULL:
   case ASIF_STATUS_PARTIAL:
     if (chunk == 0) {
-      return refuse(why, why_len, "data entry 0x%016llx: status %s with chunk 0",
+      return asif_refuse(why, why_len, "data entry 0x%016llx: status %s with chunk 0",
                     (unsigned long long)raw, status == ASIF_STATUS_FULL ? "01" : "11");
     }
     if (!chunk_inside(h, chunk, file_size, &host)) {
-      return refuse(why, why_len,
+      return asif_refuse(why, why_len,
                     "data entry 0x%016llx: chunk %llu runs past the end of the file (%llu bytes)",
                     (unsigned long long)raw, (unsigned long long)chunk,
                     (unsigned long long)file_size);
@@ -101,14 +83,14 @@ int asif_bitmap_entry_decode(const struct asif_header *h, uint64_t raw, uint64_t
 {
   assert(h != NULL && host != NULL);
   if (raw == 0) {
-    return refuse(why, why_len, "bitmap entry is 0 for a partly written chunk (status 11)");
+    return asif_refuse(why, why_len, "bitmap entry is 0 for a partly written chunk (status 11)");
   }
   if ((raw & ~ASIF_ENTRY_CHUNK_MASK) != 0) {
-    return refuse(why, why_len, "bitmap entry 0x%016llx has bits 55-63 set",
+    return asif_refuse(why, why_len, "bitmap entry 0x%016llx has bits 55-63 set",
                   (unsigned long long)raw);
   }
   if (!chunk_inside(h, raw, file_size, host)) {
-    return refuse(why, why_len,
+    return asif_refuse(why, why_len,
                   "bitmap entry: chunk %llu runs past the end of the file (%llu bytes)",
                   (unsigned long long)raw, (unsigned long long)file_size);
   }

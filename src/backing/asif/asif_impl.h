@@ -71,6 +71,11 @@ struct asif_header {
   uint64_t dir_bytes;        /* 8 (T + 1) <= ASIF_DIR_BYTES_MAX */
 };
 
+/* Writes the refusal line (printf format, no newline) to why[0..why_len) (why may be
+ * NULL) and returns -EINVAL: the parsers' way to refuse a field. Pure: any thread. */
+int asif_refuse(char *why, size_t why_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Validates and decodes the header `buf` (the first min(len, ASIF_HEADER_READ) bytes of
  * the image; len >= ASIF_HEADER_MIN) of an image file of `file_size` bytes: docs/asif.md
  * "What a reader must validate" points 1-4 (magic, version, header_size, block and chunk
