@@ -2,6 +2,7 @@
 /* file.c: opening a file backing: kind, size and sector geometry, the one-server lock.
  * The data path is in file_io.c. */
 #include "backing/file.h"
+#include "util/file_ident.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -28,37 +29,6 @@ static const struct backing_vtable file_vtable = {
   .refresh_size = NULL,
   .close = file_close,
 };
-
-/* Opens with O_NOFOLLOW unless the operator named a link, then checks that the inode we
- * got is the one lstat/stat saw (case C18: no swap between check and open). Returns the
- * descriptor, or -errno: -EAGAIN when the path was replaced between the check and the
- * open (by another inode, or by a symbolic link where there was none). */
-static int open_checked(const char *path, int flags)
-{
-  struct stat before, after;
-  int fd;
-
-  if (lstat(path, &before) < 0) {
-    return -errno;
-  }
-  if (S_ISLNK(before.st_mode)) {
-    if (stat(path, &before) < 0) {
-      return -errno;
-    }
-  } else {
-    flags |= O_NOFOLLOW;
-  }
-  fd = open(path, flags | O_CLOEXEC);
-  if (fd < 0) {
-    /* ELOOP under O_NOFOLLOW: a symbolic link took the place of what lstat saw */
-    return (flags & O_NOFOLLOW) && errno == ELOOP ? -EAGAIN : -errno;
-  }
-  if (fstat(fd, &after) < 0 || after.st_dev != before.st_dev || after.st_ino != before.st_ino) {
-    close(fd);
-    return -EAGAIN;
-  }
-  return fd;
-}
 
 /* QEMU's image locks (block/file-posix.c, raw_apply_lock_bytes and raw_check_lock_bytes):
  * shared OFD locks on single bytes, 100 + bit for each permission a user holds and 200 + bit
@@ -338,10 +308,10 @@ static void sync_channels_close(struct file_backing *fb)
  * -errno (fb->fd_buffered then holds it too). */
 static int file_open_buffered(struct file_backing *fb, const char *path, int *flags)
 {
-  fb->fd_buffered = open_checked(path, *flags);
+  fb->fd_buffered = file_open_checked(path, *flags);
   if (fb->fd_buffered == -EROFS && !fb->base.opts.read_only) {
     *flags = O_RDONLY;
-    fb->fd_buffered = open_checked(path, *flags);
+    fb->fd_buffered = file_open_checked(path, *flags);
     if (fb->fd_buffered >= 0) {
       char shown[LOG_SHOWN_MAX];
       log_info("%s is on read-only storage: serving it read-only",

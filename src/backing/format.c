@@ -3,6 +3,7 @@
  * format node over its protocol backing, and the synchronous I/O that format code running
  * off the event loops uses on its children. */
 #include "backing/format.h"
+#include "util/file_ident.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -294,28 +295,30 @@ bool format_spec_probed(const char *spec)
   return stat(spec, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-bool format_spec_read_only(const char *spec, enum image_format fmt)
+int format_spec_read_only(const char *spec, enum image_format fmt, bool *read_only)
 {
   uint8_t head[MAGIC_BYTES];
   ssize_t n;
   int fd;
 
-  if (fmt == IMAGE_FORMAT_ASIF) {
-    return true;
-  }
+  *read_only = fmt == IMAGE_FORMAT_ASIF;
   if (fmt != IMAGE_FORMAT_AUTO || !format_spec_probed(spec)) {
-    return false;
+    return 0;
   }
   if (strncmp(spec, "faulty:", 7) == 0) {
     spec += 7;
   }
-  fd = open(spec, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  fd = file_open_checked(spec, O_RDONLY | O_NOCTTY);
+  if (fd == -EAGAIN) {
+    return -EAGAIN;
+  }
   if (fd < 0) {
-    return false; /* backing_open reports on it */
+    return 0; /* backing_open reports on it */
   }
   n = pread(fd, head, sizeof head, 0);
   close(fd);
-  return n == (ssize_t)sizeof head && magic_format(head, sizeof head) == IMAGE_FORMAT_ASIF;
+  *read_only = n == (ssize_t)sizeof head && magic_format(head, sizeof head) == IMAGE_FORMAT_ASIF;
+  return 0;
 }
 
 enum image_format format_of_node(const struct backing *b)

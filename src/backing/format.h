@@ -104,13 +104,15 @@ int format_open_node(struct backing *child, const char *spec, enum image_format 
  * names a format. Looks at the path (stat), opens nothing. Any thread. */
 bool format_spec_probed(const char *spec);
 
-/* True when `spec` opened as `fmt` is an image this build only reads (ASIF: named by `fmt`,
- * or AUTO over a regular file, or a faulty: spec over one, starting with "shdw"), so the
- * caller opens its protocol backing read-only and it is locked as a reader's (beside
- * other readers). Peeks at the magic with a plain read, without a lock; the probe after
- * the open still decides the format (a file rewritten meanwhile is at worst served
- * read-only). Main thread, before the open. */
-bool format_spec_read_only(const char *spec, enum image_format fmt);
+/* Sets *read_only when `spec` opened as `fmt` is an image this build only reads (ASIF:
+ * named by `fmt`, or AUTO over a regular file, or a faulty: spec over one, starting with
+ * "shdw"), so the caller opens its protocol backing read-only and it is locked as a
+ * reader's (beside other readers). Peeks at the magic with a read through
+ * file_open_checked, without a lock; the probe after the open still decides the format (a
+ * file rewritten meanwhile is at worst served read-only). Returns 0, or -EAGAIN when the
+ * path was replaced between its check and its open (case C18: the caller refuses it as
+ * backing_open's -EAGAIN). Main thread, before the open. */
+int format_spec_read_only(const char *spec, enum image_format fmt, bool *read_only);
 
 /* The format of an opened node: IMAGE_FORMAT_QCOW2 for a qcow2 node (vtable kind "qcow2"),
  * IMAGE_FORMAT_ASIF for an ASIF node ("asif"), else IMAGE_FORMAT_RAW. Any thread. */

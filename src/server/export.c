@@ -146,8 +146,7 @@ static bool retry_too_soon(const struct timespec *failed_at)
  * e->describe), or -errno. Under attach_lock. */
 static int export_attach_open(struct export *e, struct backing **out)
 {
-  struct backing_options base_opts =
-      export_stack_base_options(&e->opts, e->snapshot, e->spec, e->format);
+  struct backing_options base_opts;
   struct export_stack_args a = {.spec = e->spec,
                                 .spec_shown = e->log_spec,
                                 .format = e->format,
@@ -159,7 +158,10 @@ static int export_attach_open(struct export *e, struct backing **out)
   int rc;
 
   atomic_store(&e->attaching, true);
-  rc = backing_open(e->spec, &base_opts, &child);
+  rc = export_stack_base_options(&e->opts, e->snapshot, e->spec, e->format, &base_opts);
+  if (rc == 0) {
+    rc = backing_open(e->spec, &base_opts, &child);
+  }
   atomic_store(&e->attaching, false);
   if (rc < 0) {
     log_error("export '%s': cannot open %s: %s (clients get NBD_REP_ERR_UNKNOWN; retried "

@@ -17,16 +17,21 @@
 /* Names tried for the overlay before giving up (each one is created with O_EXCL). */
 #define OVERLAY_NAME_TRIES 16
 
-struct backing_options export_stack_base_options(const struct backing_options *opts,
-                                                 bool snapshot, const char *spec,
-                                                 enum image_format format)
+int export_stack_base_options(const struct backing_options *opts, bool snapshot,
+                              const char *spec, enum image_format format,
+                              struct backing_options *out)
 {
-  struct backing_options base = *opts;
+  bool only_read = false;
+  int rc = 0;
 
-  if (snapshot || (!base.read_only && format_spec_read_only(spec, format))) {
-    base.read_only = true;
+  *out = *opts;
+  if (!out->read_only && !snapshot) {
+    rc = format_spec_read_only(spec, format, &only_read);
   }
-  return base;
+  if (snapshot || only_read) {
+    out->read_only = true;
+  }
+  return rc;
 }
 
 /* The one line for a format_open_node failure `rc` on a->spec, opened as `fmt` (the format
@@ -164,8 +169,7 @@ int export_stack_open(const struct export_stack_args *a, struct backing *child,
                       struct backing **out, bool *probed_raw, char *describe, char *why,
                       size_t size)
 {
-  struct backing_options base_opts =
-      export_stack_base_options(a->opts, a->snapshot, a->spec, a->format);
+  struct backing_options base_opts;
   struct backing *node;
   char detail[EXPORT_STACK_TEXT_MAX / 2];
   enum image_format fmt;
@@ -173,6 +177,13 @@ int export_stack_open(const struct export_stack_args *a, struct backing *child,
 
   describe[0] = '\0';
   why[0] = '\0';
+  rc = export_stack_base_options(a->opts, a->snapshot, a->spec, a->format, &base_opts);
+  if (rc < 0) {
+    snprintf(why, size, "%s was replaced between its check and its open; not served",
+             a->spec_shown);
+    backing_close(child);
+    return rc;
+  }
   rc = format_open_node(child, a->spec, a->format, &base_opts, 0, &node, probed_raw, detail,
                         sizeof detail);
   if (rc < 0) {

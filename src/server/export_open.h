@@ -25,12 +25,14 @@ struct export_stack_args {
   const struct backing_options *opts; /* the export's (not the read-only base's) */
 };
 
-/* The options `spec` of format `format` is opened with: read-only under --snapshot (the
- * image never changes) and for a format this build only reads (format_spec_read_only:
- * ASIF), so its lock is a reader's. */
-struct backing_options export_stack_base_options(const struct backing_options *opts,
-                                                 bool snapshot, const char *spec,
-                                                 enum image_format format);
+/* Sets *out to the options `spec` of format `format` is opened with: opts, read-only
+ * under --snapshot (the image never changes) and for a format this build only reads
+ * (format_spec_read_only: ASIF), so its lock is a reader's. Returns 0, or -EAGAIN when
+ * the probe found `spec` replaced between its check and its open (case C18; *out is then
+ * opts as given). Main thread, or the thread attaching a lazy export. */
+int export_stack_base_options(const struct backing_options *opts, bool snapshot,
+                              const char *spec, enum image_format format,
+                              struct backing_options *out);
 
 /* Stacks the format node (and the --snapshot overlay) over `child`, the protocol backing
  * of a->spec, opened by the caller (read-only under --snapshot:

@@ -132,8 +132,6 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
   int rc;
 
   opts.engine = engine;
-  /* read-only under --snapshot, and for an ASIF image */
-  base_opts = export_stack_base_options(&opts, cfg->snapshot, cfg->path, cfg->format);
   rc = backing_spec_check(cfg->path, &info);
   if (rc == -EINVAL) {
     fprintf(stderr, "diskgate serve: %s: expected rbd:POOL[/NAMESPACE]/IMAGE[@SNAP]\n",
@@ -170,7 +168,11 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
     (*out)->snapshot = cfg->snapshot;
     return 0;
   }
-  rc = backing_open(cfg->path, &base_opts, &b);
+  /* read-only under --snapshot, and for an ASIF image */
+  rc = export_stack_base_options(&opts, cfg->snapshot, cfg->path, cfg->format, &base_opts);
+  if (rc == 0) {
+    rc = backing_open(cfg->path, &base_opts, &b);
+  }
   if ((rc == -EBUSY || rc == -ETXTBSY) && reexec_takeover_pid() > 0) {
     rc = open_after_old(cfg->path, &base_opts, reexec_takeover_pid(), &b);
   }

@@ -26,4 +26,12 @@ bool file_ident_names(const char *path, const struct file_ident *id);
  * two steps: only the owner of the file should be replacing it meanwhile. Any thread. */
 void file_ident_unlink(const char *path, const struct file_ident *id);
 
+/* Opens `path` with open(2) `flags` (O_CLOEXEC added) so that the file opened is the one
+ * checked (case C18: no swap between a check and an open): with O_NOFOLLOW unless `path`
+ * is itself a symbolic link the operator named, then the descriptor's device and inode
+ * compared with what lstat (stat through such a link) saw. Returns the descriptor, or
+ * -errno: open's, or -EAGAIN when the path was replaced between the check and the open
+ * (by another inode, or by a symbolic link where there was none). Any thread. */
+int file_open_checked(const char *path, int flags);
+
 #endif

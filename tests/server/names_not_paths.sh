@@ -13,7 +13,9 @@
 #    secret file (caught by O_NOFOLLOW), a regular file for another regular file, and the
 #    target of a symbolic link the operator named (both caught by comparing the inode
 #    fstat gives with the one checked). The reason given names the swap, not "Too many
-#    levels of symbolic links" or "Resource temporarily unavailable".
+#    levels of symbolic links" or "Resource temporarily unavailable". Without --format the
+#    swap meets the format probe's read of the path (its open is checked the same way);
+#    the first two swaps again with --format raw meet the backing's own open.
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../lib.sh"
 hook=${1:?usage: case_names_not_paths.sh OPEN_HOOK_MODULE}
@@ -72,11 +74,14 @@ done
 echo "C18: no path named by a client was opened or looked up ($(wc -l <"$T/strace.clients") calls traced)"
 
 # 2. Swaps between check and open. expect_swap_refused WHAT PATH REPLACEMENT
+# [SERVE OPTION...]: a --format given skips the format probe's read of the path, so the
+# swap meets the backing's own checked open instead.
 expect_swap_refused() {
   local what=$1 path=$2 with=$3 rc=0
+  shift 3
   rm -f "$T/swap.sock"
   DG_SWAP_PATH=$path DG_SWAP_WITH=$with LD_PRELOAD=$hook timeout 10 "$DISKGATE" serve \
-    --engine "${DG_ENGINE:-uring}" --socket "$T/swap.sock" "$path" >"$T/out" 2>"$T/err" || rc=$?
+    --engine "${DG_ENGINE:-uring}" --socket "$T/swap.sock" "$@" "$path" >"$T/out" 2>"$T/err" || rc=$?
   [ ! -e "$with" ] || fail "$what: the module did not swap (is $with still there?)"
   [ "$rc" = 2 ] || fail "$what: exit $rc, want 2: $(cat "$T/err")"
   [ ! -s "$T/out" ] || fail "$what: printed on stdout (served?): $(cat "$T/out")"
@@ -94,6 +99,16 @@ expect_swap_refused "a regular file swapped for a link to another file" "$T/a.im
 cp "$T/disk.img" "$T/b.img"
 cp "$T/secret.img" "$T/other.img"
 expect_swap_refused "a regular file swapped for another file" "$T/b.img" "$T/other.img"
+
+# the same two swaps with --format raw: no probe reads the path first
+cp "$T/disk.img" "$T/a2.img"
+ln -s "$T/secret.img" "$T/evil2"
+expect_swap_refused "--format raw: a regular file swapped for a link" "$T/a2.img" "$T/evil2" \
+  --format raw
+cp "$T/disk.img" "$T/b2.img"
+cp "$T/secret.img" "$T/other2.img"
+expect_swap_refused "--format raw: a regular file swapped for another file" "$T/b2.img" \
+  "$T/other2.img" --format raw
 
 cp "$T/disk.img" "$T/c.img"
 ln -s "$T/c.img" "$T/named-link"

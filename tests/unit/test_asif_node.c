@@ -240,20 +240,28 @@ static void test_block_status(void **state)
 static void test_reader_lock(void **state)
 {
   struct backing_options opts = {.engine = engine};
-  struct backing_options base = export_stack_base_options(&opts, false, path,
-                                                          IMAGE_FORMAT_AUTO);
+  struct backing_options base, other;
   struct backing_options ro = {.engine = engine, .read_only = true};
   struct backing *a, *b;
+  bool only_read;
 
   (void)state;
+  assert_int_equal(export_stack_base_options(&opts, false, path, IMAGE_FORMAT_AUTO, &base), 0);
   assert_true(base.read_only);
-  assert_true(export_stack_base_options(&opts, false, path, IMAGE_FORMAT_ASIF).read_only);
-  assert_false(export_stack_base_options(&opts, false, path, IMAGE_FORMAT_RAW).read_only);
-  assert_false(export_stack_base_options(&opts, false, "/dev/null", IMAGE_FORMAT_AUTO)
-                   .read_only);
-  assert_true(format_spec_read_only(path, IMAGE_FORMAT_AUTO));
-  assert_false(format_spec_read_only(path, IMAGE_FORMAT_QCOW2));
-  assert_false(format_spec_read_only("/nonexistent/x.asif", IMAGE_FORMAT_AUTO));
+  assert_int_equal(export_stack_base_options(&opts, false, path, IMAGE_FORMAT_ASIF, &other), 0);
+  assert_true(other.read_only);
+  assert_int_equal(export_stack_base_options(&opts, false, path, IMAGE_FORMAT_RAW, &other), 0);
+  assert_false(other.read_only);
+  assert_int_equal(
+      export_stack_base_options(&opts, false, "/dev/null", IMAGE_FORMAT_AUTO, &other), 0);
+  assert_false(other.read_only);
+  assert_int_equal(format_spec_read_only(path, IMAGE_FORMAT_AUTO, &only_read), 0);
+  assert_true(only_read);
+  assert_int_equal(format_spec_read_only(path, IMAGE_FORMAT_QCOW2, &only_read), 0);
+  assert_false(only_read);
+  assert_int_equal(format_spec_read_only("/nonexistent/x.asif", IMAGE_FORMAT_AUTO, &only_read),
+                   0);
+  assert_false(only_read);
   assert_int_equal(backing_open(path, &base, &a), 0);
   assert_int_equal(backing_open(path, &ro, &b), 0);
   backing_close(b);
