@@ -161,11 +161,18 @@ static int service_adopt_all(const int *fds, char **names, size_t n, struct list
     rc = -EINVAL;
   }
   if (rc < 0) {
+    /* each passed fd closed once: by its listener's close, or here */
+    for (size_t i = 0; i < n; i++) {
+      bool adopted = false;
+      for (size_t j = 0; j < *nls; j++) {
+        adopted = adopted || ls[j].fd == fds[i];
+      }
+      if (!adopted) {
+        close(fds[i]);
+      }
+    }
     for (size_t i = 0; i < *nls; i++) {
       listen_close(&ls[i]);
-    }
-    for (size_t i = 0; i < n; i++) {
-      close(fds[i]); /* EBADF for those closed just above: harmless */
     }
     for (size_t i = 0; i < SERVICE_RESERVED_MAX; i++) {
       reserved[i].fd = -1;
