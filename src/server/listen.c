@@ -22,6 +22,7 @@
 #include "nbd/proto.h"
 #include "server/accept_guard.h"
 #include "server/admit.h"
+#include "server/service.h"
 #include "util/log.h"
 
 #define UNIX_SNDBUF_BYTES (4 * 1024 * 1024)
@@ -329,6 +330,10 @@ int listen_run(struct server *s, struct listener *ls, size_t n, int stop_fd)
     }
     server_reap_handshakes(s);
     admit_tick(s);
+    pthread_mutex_lock(&s->lock);
+    unsigned nconns = s->nconns;
+    pthread_mutex_unlock(&s->lock);
+    service_status_tick(s->nexports, nconns);
     accept_guard_tick(&guard);
     if (ready == 0) {
       continue;
@@ -376,8 +381,10 @@ int listen_run(struct server *s, struct listener *ls, size_t n, int stop_fd)
     log_info("signal %d (%s): starting a new server on these listeners, then finishing "
              "in-flight requests and exiting", rc, strsignal(rc));
   } else if (rc > 0) {
+    service_notify_stopping();
     log_info("signal %d (%s): finishing in-flight requests, then exiting", rc, strsignal(rc));
   } else {
+    service_notify_stopping();
     log_error("cannot wait for connections (poll: %s): finishing in-flight requests, then "
               "exiting", strerror(-rc));
   }
@@ -392,7 +399,9 @@ void listen_close(struct listener *l)
    * the same path cannot yet take it for a dead one and replace it, so the file checked
    * here is ours when it has our inode. */
   if (l->unix_path != NULL) {
-    file_ident_unlink(l->unix_path, &l->unix_file);
+    if (!l->keep_file) {
+      file_ident_unlink(l->unix_path, &l->unix_file);
+    }
     free(l->unix_path);
     l->unix_path = NULL;
   }

@@ -4,6 +4,7 @@
 #ifndef DISKGATE_SERVER_LISTEN_H
 #define DISKGATE_SERVER_LISTEN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "server/server.h"
@@ -17,6 +18,8 @@ struct listener {
   struct file_ident unix_file; /* the socket file bound (not one bound there since) */
   char host[256];  /* TCP: the host as given (an address or a name) */
   unsigned port;   /* TCP: the port bound (resolved when 0 was asked) */
+  char name[64];   /* systemd's FileDescriptorName for a passed socket (service.h), or "" */
+  bool keep_file;  /* the Unix socket file is not ours (systemd's): left in place at close */
 };
 
 /* Splits "HOST:PORT", "[V6]:PORT", "HOST" or ":PORT" (bytes of text; default port 10809,
@@ -57,7 +60,8 @@ void listen_keep_file(struct listener *l);
 int listen_run(struct server *s, struct listener *ls, size_t n, int stop_fd);
 
 /* Closes a listener; for a Unix socket, also removes the socket file if the path still
- * names the one this listener bound (not one that replaced it since). Main thread. */
+ * names the one this listener bound (not one that replaced it since) and keep_file is
+ * false. Main thread. */
 void listen_close(struct listener *l);
 
 #endif

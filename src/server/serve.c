@@ -31,6 +31,7 @@
 #include "server/pid_file.h"
 #include "server/reexec.h"
 #include "server/serve_args.h"
+#include "server/service.h"
 #include "server/server.h"
 #include "server/tls.h"
 #include "server/tls_psk.h"
@@ -234,6 +235,20 @@ static int open_listeners(const struct serve_config *cfg, struct listener *ls, s
   if (ninherited < 0) {
     fprintf(stderr, "diskgate serve: %s does not name listening sockets\n", REEXEC_FDS_ENV);
     return 2;
+  }
+  /* systemd's sockets, passed by socket activation or through a restart of a server that
+   * had them: served instead of --listen and --socket (service.h) */
+  rc = ninherited > 0 ? service_listeners_adopt_restart(inherited, (size_t)ninherited, ls)
+                      : service_listeners_take_all(ls, LISTEN_MAX, n);
+  if (rc < 0) {
+    return 2;
+  }
+  if (rc > 0) {
+    *n = (size_t)ninherited;
+    return 0;
+  }
+  if (*n > 0) {
+    return 0;
   }
   if (cfg->listen_addr != NULL || cfg->socket_path == NULL) {
     const char *addr = cfg->listen_addr != NULL ? cfg->listen_addr : "127.0.0.1:10809";
@@ -567,12 +582,19 @@ static int serve_hand_over(const struct serve_config *cfg, char **argv, struct l
     fds[i] = ls[i].fd;
   }
   pid_file_release(pid_file); /* before the new server checks it */
+  if (service_restart_env(ls, nls) < 0) {
+    log_error("cannot start the new server (out of memory); this one goes on serving");
+    (void)serve_pid_file_write(cfg, pid_file);
+    return -1;
+  }
   pid = reexec_spawn(argv - 1, fds, nls);
+  service_restart_env_clear();
   if (pid < 0) {
     log_error("cannot start the new server (%s); this one goes on serving", strerror(-pid));
     (void)serve_pid_file_write(cfg, pid_file);
     return -1;
   }
+  service_notify_mainpid(pid); /* systemd follows the new process (NotifyAccess=all) */
   log_info("the new server (pid %ld) accepts on these listeners from now on", (long)pid);
   for (size_t i = 0; i < nls; i++) {
     listen_keep_file(&ls[i]);
@@ -640,6 +662,8 @@ int serve_main(int argc, char **argv)
   server.exports[0] = e;
   server.nexports = 1;
   serve_loops_start(&cfg, engine, &server);
+  service_notify_ready();
+  service_status_tick(server.nexports, 0);
   do {
     sig = listen_run(&server, ls, nls, sfd); /* it logs why it stopped */
   } while (sig == SIGUSR2 && serve_hand_over(&cfg, argv, ls, nls, &pid_file) < 0);
