@@ -43,7 +43,7 @@
 
 #define STALL_COUNT_NS 1000000LL       /* 1 ms: a write slower than this stalled the loop */
 #define STALL_WINDOW_NS 1000000000LL   /* 1 s */
-#define STALL_BUDGET_NS 10000000LL     /* 10 ms of stalls per window, summed over the loops */
+#define STALL_BUDGET_NS 10000000LL     /* 10 ms of stalls per window, overlaps counted once */
 #define STALL_BACKOFF_NS 5000000000LL  /* 5 s off once overspent */
 
 struct stall_budget {
