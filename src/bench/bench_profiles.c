@@ -51,6 +51,10 @@ static const struct profile profiles[] = {
    * the page cache), each point once, as % of the host path at the same depth */
   { "scaling", "host,diskgate-unix-direct-full,qemu-nbd-unix,diskgate-unix-writeback-full,"
     "nbdkit-unix", "randread-4k-*x*", 1, 5, 1ull << 30 },
+  /* collapse: diskgate on the page cache (--cache writeback) by 4K random writes from 4,
+   * 16 and 32 connections into one file; the target C1 (bench_targets_collapse.h) */
+  { "collapse", "diskgate-unix-writeback-full", "randwrite-4k-4c,randwrite-4k-16c,"
+    "randwrite-4k-32c", 3, 5, 1ull << 30 },
   /* qcow2: diskgate --format qcow2 beside qemu-nbd -f qcow2 (both O_DIRECT) on a fully
    * allocated image, a fresh one and a 1 TiB one, and beside diskgate on the same data raw;
    * only the cells of the targets Q1-Q4 (bench_targets_qcow2.h) run */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* bench_workloads.c: the workloads of the `seeds`, `sync`, `peers` and `scaling` suites. */
+/* bench_workloads.c: the workloads of the `seeds`, `sync`, `peers`, `collapse` and `scaling` suites. */
 #include <string.h>
 
 #include "bench/bench_workloads.h"
@@ -54,6 +54,14 @@ static const struct bench_workload workloads[] = {
     false, false, BENCH_UNIT_IOPS, 1 },
   { "randrw-4k-16x64", "4K randrw 50/50 QD64 x16 jobs", "peers", BENCH_WL_FIO, "randrw",
     4 * KIB, 64, 50, false, false, BENCH_UNIT_IOPS, 16 },
+  /* collapse: 4K random writes QD32 from 4, 16 and 32 connections (fio jobs) into one
+   * file, the cells of the target C1 (bench_targets_collapse.h) */
+  { "randwrite-4k-4c", "4K randwrite QD32 x4 conns", "collapse", BENCH_WL_FIO, "randwrite",
+    4 * KIB, 32, 0, false, false, BENCH_UNIT_IOPS, 4 },
+  { "randwrite-4k-16c", "4K randwrite QD32 x16 conns", "collapse", BENCH_WL_FIO, "randwrite",
+    4 * KIB, 32, 0, false, false, BENCH_UNIT_IOPS, 16 },
+  { "randwrite-4k-32c", "4K randwrite QD32 x32 conns", "collapse", BENCH_WL_FIO, "randwrite",
+    4 * KIB, 32, 0, false, false, BENCH_UNIT_IOPS, 32 },
   SCALE(1, 1), SCALE(1, 8), SCALE(1, 32), SCALE(1, 128),
   SCALE(4, 1), SCALE(4, 8), SCALE(4, 32), SCALE(4, 128),
   SCALE(16, 1), SCALE(16, 8), SCALE(16, 32), SCALE(16, 128),
