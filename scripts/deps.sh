@@ -26,7 +26,7 @@ build_pkgs=(gcc make meson ninja-build pkg-config liburing-dev libcjson-dev libm
 demo_pkgs=(e2fsprogs python3 libnbd-bin qemu-utils qemu-system-x86 busybox-static cpio kmod
            xz-utils zstd util-linux)
 test_pkgs=("${demo_pkgs[@]}" libcmocka-dev nbdkit fio strace python3-libnbd libnbd-dev gnutls-bin
-           clang libclang-rt-14-dev squashfs-tools fdisk man-db)
+           clang libclang-rt-14-dev squashfs-tools fdisk man-db curl)
 bench_pkgs=(qemu-block-extra valgrind linux-perf)
 ceph_pkgs=(ceph-mon ceph-osd ceph-common uuid-runtime)
 
