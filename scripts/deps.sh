@@ -22,11 +22,12 @@ want="${1:-test}"
 # librbd-dev: the headers RBD support is compiled against (librados and librbd are loaded at
 # run time, only by an rbd: export); the Ceph daemons are test packages, not build ones.
 build_pkgs=(gcc make meson ninja-build pkg-config liburing-dev libcjson-dev libgnutls28-dev
-            zlib1g-dev libzstd-dev librbd-dev scdoc libsystemd-dev)
+            zlib1g-dev libzstd-dev librbd-dev scdoc libsystemd-dev
+            libmicrohttpd-dev)
 demo_pkgs=(e2fsprogs python3 libnbd-bin qemu-utils qemu-system-x86 busybox-static cpio kmod
            xz-utils zstd util-linux)
 test_pkgs=("${demo_pkgs[@]}" libcmocka-dev nbdkit fio strace python3-libnbd libnbd-dev gnutls-bin
-           clang libclang-rt-14-dev squashfs-tools fdisk man-db systemd)
+           clang libclang-rt-14-dev squashfs-tools fdisk man-db systemd curl)
 bench_pkgs=(qemu-block-extra valgrind linux-perf)
 ceph_pkgs=(ceph-mon ceph-osd ceph-common uuid-runtime)
 

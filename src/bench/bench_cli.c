@@ -62,14 +62,15 @@ void bench_cli_usage(FILE *out)
         "images, and writes a Markdown table, a JSON file with every run, and an SVG chart\n"
         "(see docs/lab.md).\n"
         "\n"
-        "  --profile quick|seeds|sync|rbd|peers|scaling|collapse|qcow2|asif|all  what to run\n"
-        "                      (default: quick); peers: the performance targets T1-T6 against qemu-nbd,\n"
+        "  --profile quick|seeds|sync|rbd|peers|scaling|collapse|qcow2|asif|metrics|all\n"
+        "                      what to run (default: quick); peers: the performance targets T1-T6 against qemu-nbd,\n"
         "                      nbdkit and the host path, with a PASS/FAIL table; scaling: 4K\n"
         "                      random reads over 1-64 connections x iodepth 1-128; qcow2: the\n"
         "                      qcow2 targets Q1-Q4 against qemu-nbd -f qcow2; asif: the ASIF\n"
         "                      targets A1-A2, diskgate --format asif against the same bytes raw;\n"
         "                      collapse: target C1, 4K random writes from 4, 16 and 32\n"
         "                      connections into one file (--cache writeback)\n"
+        "                      metrics: the target M1, --metrics on against off\n"
         "  --configs LIST      rows: comma-separated names or patterns (e.g. 'host,diskgate-unix-*')\n"
         "  --workloads LIST    columns: comma-separated names or patterns\n"
         "  --runs N            runs per cell, taken in rounds over all rows; the table shows\n"
@@ -78,8 +79,8 @@ void bench_cli_usage(FILE *out)
         "                      collapse, qcow2: 5)\n"
         "  --ramp SECONDS      unmeasured warm-up before each run (default: runtime / 5, 0.5-2)\n"
         "  --size BYTES        test file (and RBD image) size, suffixes K/M/G (default: quick\n"
-        "                      256M, seeds, rbd, peers, scaling, collapse and qcow2 1G, sync\n"
-        "                      and all 2G, asif 4G)\n"
+        "                      256M, seeds, rbd, peers, scaling, collapse, qcow2 and metrics 1G,\n"
+        "                      sync and all 2G, asif 4G)\n"
         "  --copy-size BYTES   bytes in the copy test's file tree (default: size / 2, at most 1G)\n"
         "  --dir DIR           where the test file lives (default: a new folder under\n"
         "                      /var/tmp, removed afterwards)\n"
@@ -304,7 +305,7 @@ static int cli_finish_opts(struct bench_opts *opts, const struct cli_deferred *d
 {
   if (bench_profiles_apply(d->profile, opts) < 0) {
     return bad(err, "unknown profile '%s' (quick, seeds, sync, rbd, peers, scaling, collapse, "
-               "qcow2, asif or all)",
+               "qcow2, asif, metrics or all)",
                d->profile);
   }
   if (d->size != NULL) {

@@ -40,6 +40,12 @@ static const struct bench_config configs[] = {
     BENCH_CFG_HOST_DEV, BENCH_SERVER_NONE, BENCH_TRANSPORT_UNIX, NULL, NULL, 4096,
     BENCH_GUEST_FILE, false, NULL, BENCH_IMAGE_NONE },
   DG(BENCH_TRANSPORT_UNIX, "unix", "direct", "full"),
+  /* the same with --metrics on, scraped once a second (bench_server.c): what counting costs */
+  { BENCH_METRICS_PREFIX "unix-direct-full",
+    "diskgate serve --sync full --cache direct --metrics 127.0.0.1:PORT, GET /metrics once a "
+    "second during the run, fio nbd engine over unix",
+    BENCH_CFG_NBD, BENCH_SERVER_DISKGATE, BENCH_TRANSPORT_UNIX, "full", "direct", 0,
+    BENCH_GUEST_FILE, false, NULL, BENCH_IMAGE_NONE },
   DG(BENCH_TRANSPORT_UNIX, "unix", "direct", "fsync"),
   DG(BENCH_TRANSPORT_UNIX, "unix", "direct", "none"),
   DG(BENCH_TRANSPORT_UNIX, "unix", "writeback", "full"),
@@ -278,4 +284,10 @@ bool bench_configs_is_serve_default(const struct bench_config *cfg)
   return cfg->kind == BENCH_CFG_NBD && cfg->server == BENCH_SERVER_DISKGATE &&
          cfg->sync_mode != NULL && strcmp(cfg->sync_mode, BENCH_SERVE_DEFAULT_SYNC) == 0 &&
          cfg->cache_mode != NULL && strcmp(cfg->cache_mode, BENCH_SERVE_DEFAULT_CACHE) == 0;
+}
+
+bool bench_configs_metrics(const struct bench_config *cfg)
+{
+  return cfg->server == BENCH_SERVER_DISKGATE &&
+         strncmp(cfg->name, BENCH_METRICS_PREFIX, strlen(BENCH_METRICS_PREFIX)) == 0;
 }

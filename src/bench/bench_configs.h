@@ -14,6 +14,14 @@ size_t bench_configs_all(const struct bench_config **out);
 /* Returns the configuration called `name`, or NULL. */
 const struct bench_config *bench_configs_find(const char *name);
 
+/* How the names of the diskgate rows served with --metrics (and scraped once a second)
+ * begin; not "diskgate-unix-", so that the sync profile's diskgate-unix-* leaves them out. */
+#define BENCH_METRICS_PREFIX "diskgate-metrics-"
+
+/* True for a diskgate row whose server runs with --metrics (its name begins with
+ * BENCH_METRICS_PREFIX): bench_server.c adds the option and scrapes it during the run. */
+bool bench_configs_metrics(const struct bench_config *cfg);
+
 /* Returns true when workload `wl` can run on configuration `cfg`; otherwise false, and when
  * `why` is not NULL sets *why to a short static reason. */
 bool bench_configs_applies(const struct bench_config *cfg, const struct bench_workload *wl,

@@ -152,7 +152,8 @@ static void list_all(FILE *out)
     fprintf(out, "  %-30s %s (%s suite, %s)\n", wls[i].name, wls[i].title, wls[i].suite,
             bench_workloads_unit_label(wls[i].unit));
   }
-  fputs("Profiles (--profile): quick, seeds, sync, rbd, peers, scaling, collapse, qcow2, asif, all\n",
+  fputs("Profiles (--profile): quick, seeds, sync, rbd, peers, scaling, collapse, qcow2, asif,\n"
+        "  metrics, all\n",
         out);
 }
 

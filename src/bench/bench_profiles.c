@@ -68,6 +68,11 @@ static const struct profile profiles[] = {
    * caches under a virtual disk for the raw row only */
   { "asif", "diskgate-unix-direct-full,diskgate-asif", "read-1m,randread-4k", 3, 10,
     4ull << 30 },
+  /* metrics: diskgate with --metrics on (scraped once a second) beside the same server
+   * without it, 4K random reads QD32; the target M1 (bench_targets_metrics.h). Many short
+   * rounds: interleaved, so that a busy machine's drift hits both rows alike */
+  { "metrics", "diskgate-unix-direct-full,diskgate-metrics-unix-direct-full", "randread-4k",
+    7, 5, 1ull << 30 },
   { "all", "*", "*", 3, 10, 2ull << 30 },
 };
 

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench/bench_configs.h"
 #include "bench/bench_proc.h"
 #include "bench/bench_rbd.h"
 #include "bench/bench_server.h"
@@ -107,6 +108,7 @@ struct server_launch {
   char port_s[16];           /* TCP only: the port in decimal (qemu-nbd, nbdkit) */
   char spec[PATH_MAX + 160]; /* RBD only: the image spec of the server's kind */
   char qcache[48];           /* qemu-nbd only: "--cache=MODE" */
+  char metrics[64];          /* --metrics rows: "127.0.0.1:PORT" */
   /* the command line, NULL-terminated once complete */
   char *argv[32 + BENCH_VARIANT_MAX_ARGS];
   int argc;                  /* words in argv so far */
@@ -169,6 +171,10 @@ static void server_add_diskgate_args(const struct bench_env *env, const struct b
   if (cfg->kind == BENCH_CFG_QCOW2 || cfg->kind == BENCH_CFG_ASIF) {
     l->argv[l->argc++] = "--format";
     l->argv[l->argc++] = cfg->kind == BENCH_CFG_QCOW2 ? "qcow2" : "asif";
+  }
+  if (srv->metrics_port > 0) {
+    l->argv[l->argc++] = "--metrics";
+    l->argv[l->argc++] = l->metrics;
   }
   l->argv[l->argc++] = "--pid-file";
   l->argv[l->argc++] = l->pidfile;
@@ -265,6 +271,34 @@ static int server_wait_ready(const struct bench_config *cfg, const char *pidfile
   }
 }
 
+/* Starts the process that scrapes srv's metrics once a second, as a Prometheus server
+ * would, until it is stopped (bench_server_stop) or a scrape fails (its log says so):
+ * python3's urllib, so that the lab holds no HTTP code of its own. Returns 0 or -errno. */
+static int scraper_start(struct bench_server *srv)
+{
+  static const char prog[] =
+    "import sys, time, urllib.request\n"
+    "url = 'http://' + sys.argv[1] + '/metrics'\n"
+    "n = 0\n"
+    "while True:\n"
+    "    with urllib.request.urlopen(url, timeout=5) as r:\n"
+    "        if r.status != 200 or b'diskgate_requests_total' not in r.read():\n"
+    "            sys.exit('bench scraper: a bad scrape of ' + url)\n"
+    "    n += 1\n"
+    "    time.sleep(1)\n";
+  char addr[64], log[PATH_MAX + 16];
+  char *argv[] = {"python3", "-c", (char *)prog, addr, NULL};
+  int rc;
+
+  bench_fmt(addr, sizeof(addr), "127.0.0.1:%d", srv->metrics_port);
+  bench_fmt(log, sizeof(log), "%s.scrape", srv->log);
+  rc = bench_proc_spawn(argv, log, -1, &srv->scraper);
+  if (rc < 0) {
+    srv->scraper = 0;
+  }
+  return rc;
+}
+
 int bench_server_start(const struct bench_env *env, const struct bench_config *cfg,
                        const char *file, const char *tag, struct bench_server *srv)
 {
@@ -282,6 +316,13 @@ int bench_server_start(const struct bench_env *env, const struct bench_config *c
   rc = server_name_endpoint(env, tag, srv, &l);
   if (rc < 0) {
     return rc;
+  }
+  if (bench_configs_metrics(cfg)) {
+    srv->metrics_port = bench_server_free_port();
+    if (srv->metrics_port < 0) {
+      return srv->metrics_port;
+    }
+    bench_fmt(l.metrics, sizeof(l.metrics), "127.0.0.1:%d", srv->metrics_port);
   }
   switch (cfg->server) {
   case BENCH_SERVER_DISKGATE:
@@ -308,7 +349,14 @@ int bench_server_start(const struct bench_env *env, const struct bench_config *c
     srv->pid = 0;
     return rc;
   }
-  return server_wait_ready(cfg, l.pidfile, srv);
+  rc = server_wait_ready(cfg, l.pidfile, srv);
+  if (rc == 0 && srv->metrics_port > 0) {
+    rc = scraper_start(srv);
+    if (rc < 0) {
+      bench_server_stop(srv);
+    }
+  }
+  return rc;
 }
 
 int bench_server_stop(struct bench_server *srv)
@@ -316,6 +364,10 @@ int bench_server_stop(struct bench_server *srv)
   int st = 0;
   int rc;
 
+  if (srv->scraper > 0) {
+    (void)bench_proc_stop(srv->scraper, 5.0, &st); /* killed by SIGTERM: not a failure */
+    srv->scraper = 0;
+  }
   if (srv->pid <= 0) {
     return 0;
   }

@@ -19,6 +19,8 @@ struct bench_server {
   int port;             /* TCP port on 127.0.0.1, 0 for Unix */
   char uri[256];        /* NBD URI of the export */
   char log[PATH_MAX];   /* the server's stdout and stderr */
+  int metrics_port;     /* --metrics rows (bench_configs_metrics): its port, else 0 */
+  pid_t scraper;        /* --metrics rows: the process that GETs /metrics once a second */
 };
 
 /* Starts the server of configuration cfg exporting `file` (the test file, a loop device

@@ -103,6 +103,7 @@ static void *writer_main(void *arg)
       struct conn_req *done = txn_split_release_reply(batch);
       if (done != NULL) {
         bytes += done->cost;
+        txn_metrics_count(done);
         txn_free(done);
         count++;
       }

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "io/loop.h"
+#include "server/metrics.h"
 #include "server/server.h"
 #include "server/transport.h"
 #include "server/txn_counts.h"
@@ -56,6 +57,11 @@ struct conn {
   struct txn_counts counts;    /* requests read, by kind (txn_check): written only by the
                                   connection's reading thread (reader or loop), read by
                                   server.c after transmission has ended */
+  bool metrics_on;             /* server->metrics_on when the connection began */
+  struct export *metrics_export; /* under server->lock: the export it counts for once in
+                                  transmission (metrics_on), else NULL */
+  struct metrics_counts metrics; /* its answered requests (metrics.h): written only by the
+                                  thread sending its replies (writer thread or loop) */
   atomic_uint backing_busy;    /* requests (or parts) submitted and not yet completed by
                                   the backing (txn.c): the shutdown drain waits for them */
   const char *handshake_cut;   /* set by handshake_run when a read of an option failed: the

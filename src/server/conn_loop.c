@@ -99,6 +99,7 @@ static void reply_release(struct lconn *lc, struct conn_req *r)
     return;
   }
   lc->inflight_bytes -= r->cost;
+  txn_metrics_count(r);
   txn_free(r);
   lc->inflight--;
 }

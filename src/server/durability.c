@@ -60,6 +60,7 @@ struct gc_slot {
   uint64_t gen;
   struct waitq waiters;
   struct backing_op sync_op;
+  uint64_t started_ns; /* metrics_now_ns when its sync was submitted */
 };
 
 struct group_commit {
@@ -255,6 +256,7 @@ static void sync_start(struct gc_slot *slot)
   /* This may run on an event loop's thread (io/loop.c): a sync never needs to wait in
    * submit; it goes to the backing's own engine (sop->engine NULL). */
   sop->nonblocking = true;
+  slot->started_ns = metrics_now_ns();
   rc = backing_submit(gc->export->backing, sop);
   if (rc < 0) {
     log_warn("export '%s': cannot submit a sync: %s", gc->export->log_name, strerror(-rc));
@@ -280,6 +282,9 @@ static void sync_finish(struct gc_slot *slot, int result, bool synced)
   pthread_mutex_lock(&gc->lock);
   assert(slot->running);
   slot->running = false;
+  if (synced) { /* one writer: under gc->lock */
+    metrics_hist_observe(&e->metrics.sync, metrics_now_ns() - slot->started_ns);
+  }
   waitq_append(&finished, &slot->waiters);
   if (result == 0) {
     if (!gc->have_synced || slot->gen > gc->synced_gen) {

@@ -18,6 +18,7 @@
 #include "backing/format.h"
 #include "server/export_open.h"
 #include "server/fence.h"
+#include "server/metrics.h"
 #include "util/log.h"
 
 /* Bytes of export.log_name: the name escaped (log_escape), cut with "..." to fit */
@@ -48,6 +49,7 @@ struct export {
   atomic_bool sync_failed; /* a sync failed: later FLUSHes fail (server/durability.c) */
   struct fence fence;      /* orders overlapping writes across connections (case C12) */
   struct group_commit *group_commit; /* server/durability.c's state, owned */
+  struct metrics_export metrics; /* counts of its closed connections, its syncs (metrics.h) */
   /* Lazy attach (costly backings, a Ceph image): spec and options to open it with. */
   char *spec;
   char log_spec[LOG_SHOWN_MAX]; /* spec escaped for log lines (log_escape_str) */

@@ -27,6 +27,7 @@
 #include "server/export_open.h"
 #include "server/listen.h"
 #include "server/listen_hosts.h"
+#include "server/metrics_http.h"
 #include "io/loop.h"
 #include "server/pid_file.h"
 #include "server/reexec.h"
@@ -314,6 +315,35 @@ static int open_listeners(const struct serve_config *cfg, struct listener *ls, s
   return 0;
 }
 
+/* Opens --metrics' TCP listener into *ml (ml->fd -1 without --metrics). Returns 0, or
+ * after one line on stderr the exit status --listen's failures have. */
+static int open_metrics_listener(const struct serve_config *cfg, struct listener *ml)
+{
+  char host[256];
+  unsigned port;
+  int rc;
+
+  ml->fd = -1;
+  if (cfg->metrics_addr == NULL) {
+    return 0;
+  }
+  rc = listen_parse_address(cfg->metrics_addr, host, sizeof host, &port); /* checked */
+  if (rc == 0) {
+    rc = listen_open_tcp(ml, host, port);
+  }
+  if (rc < 0) {
+    char shown[LOG_SHOWN_MAX], text[128];
+    fprintf(stderr, "diskgate serve: cannot serve metrics on %s: %s\n",
+            log_escape_str(shown, sizeof shown, cfg->metrics_addr),
+            rc == -ENOENT   ? "no such host"
+            : rc == -EAGAIN ? "the host name could not be resolved now; try again"
+                            : cli_startup_error(rc, text, sizeof text));
+    ml->fd = -1;
+    return cli_startup_status(rc);
+  }
+  return 0;
+}
+
 /* Prints "diskgate: listening on URI" for `uri` (room for `size` bytes), as nbds when TLS
  * is required. */
 static void print_uri(char *uri, size_t size)
@@ -502,7 +532,8 @@ static int serve_pid_file_write(const struct serve_config *cfg, struct pid_file 
  * what *e, ls[0..*nls) and *exports hold (the server needs no release). */
 static int serve_start(const struct serve_config *cfg, struct engine *engine,
                        struct pid_file *pid_file, struct server *server, struct export **e,
-                       struct listener *ls, size_t *nls, struct export ***exports)
+                       struct listener *ls, size_t *nls, struct listener *ml,
+                       struct export ***exports)
 {
   int status, rc;
 
@@ -517,6 +548,9 @@ static int serve_start(const struct serve_config *cfg, struct engine *engine,
   status = open_export(cfg, engine, e);
   if (status == 0) {
     status = open_listeners(cfg, ls, nls);
+  }
+  if (status == 0) {
+    status = open_metrics_listener(cfg, ml);
   }
   if (status == 0) {
     status = serve_check_fd_room(cfg);
@@ -608,6 +642,8 @@ int serve_main(int argc, char **argv)
   struct pid_file pid_file = {0};
   struct server server;
   struct listener ls[LISTEN_MAX];
+  struct listener ml = {.fd = -1};
+  struct metrics_http *metrics = NULL;
   struct engine *engine = NULL;
   struct export *e = NULL;
   struct export **exports = NULL;
@@ -640,10 +676,13 @@ int serve_main(int argc, char **argv)
     close(sfd);
     return 1;
   }
-  status = serve_start(&cfg, engine, &pid_file, &server, &e, ls, &nls, &exports);
+  status = serve_start(&cfg, engine, &pid_file, &server, &e, ls, &nls, &ml, &exports);
   if (status != 0) {
     for (size_t i = 0; i < nls; i++) {
       listen_close(&ls[i]);
+    }
+    if (ml.fd >= 0) {
+      listen_close(&ml);
     }
     free(exports);
     export_destroy(e);
@@ -661,15 +700,38 @@ int serve_main(int argc, char **argv)
   server.exports = exports;
   server.exports[0] = e;
   server.nexports = 1;
+  server.metrics_on = ml.fd >= 0;
+  if (ml.fd >= 0) {
+    int rc = metrics_http_start(&server, ml.fd, &metrics); /* takes the socket */
+    if (rc < 0) {
+      log_error("cannot serve metrics on %s: %s; serving without them", ml.host,
+                strerror(-rc));
+      server.metrics_on = false;
+    }
+  }
   serve_loops_start(&cfg, engine, &server);
   service_notify_ready();
   service_status_tick(server.nexports, 0);
-  do {
+  for (;;) {
     sig = listen_run(&server, ls, nls, sfd); /* it logs why it stopped */
-  } while (sig == SIGUSR2 && serve_hand_over(&cfg, argv, ls, nls, &pid_file) < 0);
+    if (sig != SIGUSR2) {
+      break;
+    }
+    if (metrics != NULL) {
+      /* the new server binds the metrics port itself: it must be free before it starts */
+      metrics_http_stop(metrics);
+      metrics = NULL;
+      log_info("metrics no longer served here: the new server serves them");
+    }
+    if (serve_hand_over(&cfg, argv, ls, nls, &pid_file) == 0) {
+      break;
+    }
+  }
   for (size_t i = 0; i < nls; i++) {
     listen_close(&ls[i]);
   }
+  metrics_http_stop(metrics); /* its thread reads the server: before it goes */
+  metrics = NULL;
   drained = server_conns_drain(&server);
   if (drained == SERVER_DRAIN_ABANDONED || drained == SERVER_DRAIN_ATTACHING) {
     /* A connection thread is blocked (in the backing, or in librados opening the export):

@@ -70,6 +70,8 @@ static const char serve_usage[] =
   "  --unaligned serve|error  requests not aligned to the minimum block size: served by\n"
   "                         read-modify-write (default), or refused with NBD_EINVAL for\n"
   "                         clients that asked for the block size (spec: SHOULD)\n"
+  "  --metrics HOST:PORT    serve Prometheus metrics at http://HOST:PORT/metrics\n"
+  "                         (per export; docs/metrics.md); off by default\n"
   "  --pid-file PATH        write the process id once the listeners are ready\n"
   "  --ceph-conf PATH       rbd: the cluster's ceph.conf (default: Ceph's search)\n"
   "  --ceph-id NAME         rbd: the client id (default admin)\n"
@@ -91,13 +93,14 @@ enum {
   OPT_ENGINE, OPT_PID_FILE, OPT_CEPH_CONF, OPT_CEPH_ID, OPT_HELP, OPT_VERBOSE,
   OPT_HS_TIMEOUT, OPT_MAX_HS, OPT_UNALIGNED, OPT_TLS, OPT_TLS_CERTS, OPT_TLS_PSK,
   OPT_FORCE_SHARE, OPT_MAX_CONNS,
-  OPT_ALLOW_BUSY, OPT_FORMAT, OPT_SNAPSHOT, OPT_L2_CACHE,
+  OPT_ALLOW_BUSY, OPT_FORMAT, OPT_SNAPSHOT, OPT_L2_CACHE, OPT_METRICS,
 };
 
 static const struct option longopts[] = {
   {"export", required_argument, NULL, OPT_EXPORT},
   {"listen", required_argument, NULL, OPT_LISTEN},
   {"socket", required_argument, NULL, OPT_SOCKET},
+  {"metrics", required_argument, NULL, OPT_METRICS},
   {"read-only", no_argument, NULL, OPT_READ_ONLY},
   {"force-share", no_argument, NULL, OPT_FORCE_SHARE},
   {"allow-busy-device", no_argument, NULL, OPT_ALLOW_BUSY},
@@ -184,7 +187,7 @@ static void config_defaults(struct serve_config *cfg)
   cfg->max_handshakes = 256;
 }
 
-/* --export, --listen, --socket (c): what clients connect to, each at most once. Returns -1
+/* --export, --listen, --socket, --metrics (c): what clients connect to, each at most once. Returns -1
  * or an exit status. */
 static int option_apply_address(struct serve_config *cfg, int c, const char *value)
 {
@@ -215,6 +218,19 @@ static int option_apply_address(struct serve_config *cfg, int c, const char *val
     }
     cfg->listen_addr = value;
     return -1;
+  case OPT_METRICS: {
+    const char *colon = strrchr(value, ':');
+    if (colon == NULL || colon[1] == '\0' || strspn(colon + 1, "0123456789") != strlen(colon + 1) ||
+        listen_parse_address(value, host, sizeof host, &port) < 0) {
+      return bad_usage("--metrics '%s' is not HOST:PORT (IPv6 as [ADDR]:PORT, port 0-65535)",
+                       value);
+    }
+    if (cfg->metrics_addr != NULL) {
+      return bad_usage("%s given twice (one metrics listener per server)", "--metrics");
+    }
+    cfg->metrics_addr = value;
+    return -1;
+  }
   default:
     assert(c == OPT_SOCKET);
     if (cfg->socket_path != NULL) {
@@ -344,6 +360,7 @@ static int option_apply(struct serve_config *cfg, int c, char **argv)
   case OPT_EXPORT:
   case OPT_LISTEN:
   case OPT_SOCKET:
+  case OPT_METRICS:
     return option_apply_address(cfg, c, optarg);
   case OPT_READ_ONLY:
     cfg->opts.read_only = true;

@@ -19,6 +19,7 @@ struct serve_config {
   const char *export_name;
   const char *listen_addr;
   const char *socket_path;
+  const char *metrics_addr;  /* --metrics HOST:PORT, or NULL */
   const char *pid_file;
   struct backing_options opts; /* opts.l2_cache_size: --l2-cache-size (0: the default) */
   enum image_format format;    /* --format (IMAGE_FORMAT_AUTO: probe) */

@@ -89,6 +89,9 @@ static void *conn_main(void *arg)
     s->nhandshaking--;
     c->handshaking = false;
   }
+  if (rc == 0 && c->metrics_on) {
+    c->metrics_export = c->export; /* counted from now on by scrapes (metrics.h) */
+  }
   if (c->handshake_evicted != 0 && rc < 0) {
     rc = c->handshake_evicted == 1 ? -ETIMEDOUT : -ECONNABORTED;
   }
@@ -136,6 +139,9 @@ static void *conn_main(void *arg)
     c->next->prev = c->prev;
   }
   s->nconns--;
+  if (c->metrics_export != NULL) { /* its counts stay with the export: totals never drop */
+    metrics_counts_fold(&c->metrics_export->metrics.closed, &c->metrics);
+  }
   close(c->transport.fd); /* under the lock: drain never shuts down a reused fd */
   pthread_cond_broadcast(&s->cond);
   pthread_mutex_unlock(&s->lock);
@@ -173,6 +179,7 @@ int server_conn_start(struct server *s, int fd, const char *peer)
   }
   transport_init(&c->transport, fd);
   c->server = s;
+  c->metrics_on = s->metrics_on;
   snprintf(c->peer, sizeof c->peer, "%s", peer);
   pthread_mutex_init(&c->lock, NULL);
   pthread_cond_init(&c->cond, NULL);

@@ -25,6 +25,8 @@ struct server {
   unsigned max_inflight;        /* requests in flight per connection */
   bool unaligned_error;         /* --unaligned error: refuse requests unaligned to the
                                    minimum block size a client was told (spec rule 23) */
+  bool metrics_on;              /* --metrics: connections count (metrics.h); set before the
+                                   listeners start */
   atomic_bool stopping;
   pthread_mutex_t lock;
   pthread_cond_t cond;          /* signalled when a connection ends */

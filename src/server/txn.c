@@ -132,6 +132,9 @@ struct conn_req *txn_alloc(struct conn *c, const struct nbd_request *req, uint64
   r->op.length = req->length;
   r->op.buf = r->buf;
   r->op.extent_max = extent_max;
+  if (c->metrics_on) {
+    r->start_ns = metrics_now_ns();
+  }
   if ((req->flags & NBD_CMD_FLAG_FUA) && op_writes(r->op.type)) {
     r->op.flags |= BACKING_FLAG_FUA;
   }
@@ -154,6 +157,9 @@ struct conn_req *txn_refusal(struct conn *c, const struct nbd_request *req, uint
   }
   r->conn = c;
   r->req = *req;
+  if (c->metrics_on) {
+    r->start_ns = metrics_now_ns();
+  }
   txn_reply_encode(r, error, message);
   return r;
 }
@@ -299,6 +305,8 @@ void txn_reply_encode(struct conn_req *r, uint32_t error, const char *message)
   /* An extended header echoes the request's offset (spec rule 16): a part's parent's. */
   uint64_t echo = r->parent != NULL ? r->parent->req.offset : req->offset;
 
+  r->error = error;
+
   r->send_data = false;
   r->data_len = 0;
   if (error != NBD_SUCCESS && c->structured_replies) {
@@ -365,4 +373,21 @@ size_t txn_data_length(const struct conn_req *r)
 void txn_free(struct conn_req *r)
 {
   txn_pool_put(&r->conn->pool, r);
+}
+
+void txn_metrics_count(struct conn_req *r)
+{
+  struct conn *c = r->conn;
+  enum metrics_op op;
+
+  if (!c->metrics_on) {
+    return;
+  }
+  op = metrics_op_of(r->req.type);
+  if (op == METRICS_OPS) {
+    return; /* CACHE, unknown commands: not counted */
+  }
+  /* a READ answered in parts failed when one of its parts did (failure_logged) */
+  bool error = r->error != NBD_SUCCESS || (r->parts != NULL && atomic_load(&r->failure_logged));
+  metrics_count(&c->metrics, op, r->req.length, error, metrics_now_ns() - r->start_ns);
 }

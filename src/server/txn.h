@@ -45,6 +45,8 @@ struct conn_req {
   size_t hdr_len;
   bool send_data;       /* data_len bytes of op.buf follow hdr (txn_data_length) */
   size_t data_len;
+  uint64_t start_ns;    /* metrics_now_ns when read (only under --metrics) */
+  uint32_t error;       /* the NBD error its reply carries (txn_reply_encode) */
   struct conn_req *next; /* queues of the transmission path */
   struct loop_post loop_post; /* the reply, posted to the connection's loop (conn_loop.c) */
 };
@@ -106,6 +108,12 @@ void txn_reply_encode(struct conn_req *r, uint32_t error, const char *message);
  * r->send_data, else 0. The transmission paths send them from r->op.buf (READ data, in
  * the parent's buffer for a part; BLOCK_STATUS extents, where op.buf is r->buf). */
 size_t txn_data_length(const struct conn_req *r);
+
+/* Counts r, whose reply was sent or dropped (a READ answered in parts: the parent, once
+ * its last part went), in its connection's metrics (metrics.h) when --metrics is on.
+ * Only the thread that sends the connection's replies (the writer thread, or its loop):
+ * the counts' single writer. */
+void txn_metrics_count(struct conn_req *r);
 
 /* Returns r and its buffer to the connection's pool (txn_pool.h), or frees them. Any
  * thread; r's connection must still exist. */
