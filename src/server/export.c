@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* export.c: see export.h. */
 #include "server/export.h"
+#include "server/export_allow.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -34,6 +35,7 @@ static int export_alloc(const char *name, bool read_only, enum sync_mode sync,
   if (e->name == NULL || e->description == NULL || durability_export_open(e) < 0) {
     free(e->name);
     free(e->description);
+  export_allow_free(e->allow);
     free(e);
     return -ENOMEM;
   }
@@ -124,6 +126,14 @@ int export_create_lazy(const char *name, const char *spec, const struct backing_
   e->opts = *opts;
   *out = e;
   return 0;
+}
+
+const char *export_description(const struct export *e)
+{
+  if (e->operator_description != NULL) {
+    return e->operator_description;
+  }
+  return export_is_attached(e) ? e->description : "";
 }
 
 bool export_is_attached(const struct export *e)

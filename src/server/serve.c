@@ -22,6 +22,7 @@
 #include "nbd/proto.h"
 #include "nbd/uri.h"
 #include "server/accept_guard.h"
+#include "server/config_file.h"
 #include "server/conn_loop.h"
 #include "server/export.h"
 #include "server/export_open.h"
@@ -31,6 +32,7 @@
 #include "server/pid_file.h"
 #include "server/reexec.h"
 #include "server/serve_args.h"
+#include "server/serve_exports.h"
 #include "server/server.h"
 #include "server/tls.h"
 #include "server/tls_psk.h"
@@ -480,24 +482,31 @@ static int serve_pid_file_write(const struct serve_config *cfg, struct pid_file 
 }
 
 /* Takes what serving needs after the engine: the pid file's check, the export, the
- * listeners, room for a connection, the server, its export table and the pid file.
+ * listeners, room for a connection, the server, its export table and the pid file. With
+ * a config file (cf->nexports > 0) *exports holds its exports and *e is the default one.
  * Returns 0, or after one line on stderr an exit status; on failure the caller releases
  * what *e, ls[0..*nls) and *exports hold (the server needs no release). */
-static int serve_start(const struct serve_config *cfg, struct engine *engine,
-                       struct pid_file *pid_file, struct server *server, struct export **e,
-                       struct listener *ls, size_t *nls, struct export ***exports)
+static int serve_start(const struct serve_config *cfg, const struct config_file *cf,
+                       struct engine *engine, struct pid_file *pid_file, struct server *server,
+                       struct export **e, struct listener *ls, size_t *nls,
+                       struct export ***exports)
 {
   int status, rc;
 
   if (cfg->pid_file != NULL) {
     char err[LOG_SHOWN_MAX + 128];
-    rc = pid_file_check(cfg->pid_file, cfg->path, cfg->socket_path, err, sizeof err);
+    rc = pid_file_check(cfg->pid_file, cfg->path != NULL ? cfg->path : cfg->config_file,
+                        cfg->socket_path, err, sizeof err);
     if (rc < 0) {
       fprintf(stderr, "diskgate serve: %s\n", err);
       return cli_startup_status(rc);
     }
   }
-  status = open_export(cfg, engine, e);
+  if (cf->nexports > 0) {
+    status = serve_exports_open(cf, engine, exports, e); /* *e: the default export */
+  } else {
+    status = open_export(cfg, engine, e);
+  }
   if (status == 0) {
     status = open_listeners(cfg, ls, nls);
   }
@@ -511,7 +520,7 @@ static int serve_start(const struct serve_config *cfg, struct engine *engine,
     fprintf(stderr, "diskgate serve: cannot set up the server: %s\n", strerror(-rc));
     return 1;
   }
-  if ((*exports = malloc(sizeof **exports)) == NULL) {
+  if (cf->nexports == 0 && (*exports = malloc(sizeof **exports)) == NULL) {
     fprintf(stderr, "diskgate serve: out of memory\n");
     return 1;
   }
@@ -587,12 +596,16 @@ int serve_main(int argc, char **argv)
   struct engine *engine = NULL;
   struct export *e = NULL;
   struct export **exports = NULL;
+  struct config_file cf = {0};
   size_t nls = 0;
   enum server_drain drained;
   int status, sfd, sig;
 
   status = serve_args_parse(argc, argv, &cfg);
   if (status >= 0) {
+    return status;
+  }
+  if (cfg.config_file != NULL && (status = config_file_read(cfg.config_file, &cfg, &cf)) != 0) {
     return status;
   }
   /* Request buffers up to 32 MiB come and go with every request: keep them on the heap
@@ -603,40 +616,61 @@ int serve_main(int argc, char **argv)
   serve_raise_fd_limit();
   status = setup_tls(&cfg);
   if (status != 0) {
+    config_file_free(&cf);
     return status;
   }
   sfd = serve_signals_open();
   if (sfd < 0) {
     fprintf(stderr, "diskgate serve: signalfd: %s\n", strerror(-sfd));
     tls_server_teardown();
+    config_file_free(&cf);
     return 1;
   }
   if (serve_engine_create(&cfg, &engine) != 0) {
     tls_server_teardown();
+    config_file_free(&cf);
     close(sfd);
     return 1;
   }
-  status = serve_start(&cfg, engine, &pid_file, &server, &e, ls, &nls, &exports);
+  status = serve_start(&cfg, &cf, engine, &pid_file, &server, &e, ls, &nls, &exports);
   if (status != 0) {
     for (size_t i = 0; i < nls; i++) {
       listen_close(&ls[i]);
     }
+    for (size_t i = 0; exports != NULL && i < cf.nexports; i++) {
+      export_destroy(exports[i]);
+    }
     free(exports);
-    export_destroy(e);
+    if (cf.nexports == 0) {
+      export_destroy(e);
+    }
+    config_file_free(&cf);
     engine_destroy(engine);
     tls_server_teardown();
     close(sfd);
     return status;
   }
+  if (cf.nexports > 0) {
+    cfg.export_name = e != NULL ? e->name : ""; /* the URIs printed name the default */
+  }
   print_listeners(&cfg, ls, nls);
-  log_serving(&cfg, e);
+  if (cf.nexports > 0) {
+    serve_exports_log(&cfg, &cf);
+  } else {
+    log_serving(&cfg, e);
+  }
   server.handshake_timeout_s = cfg.handshake_timeout;
   server.max_handshakes = cfg.max_handshakes;
   server.max_connections = cfg.max_connections;
   server.unaligned_error = cfg.unaligned_error;
   server.exports = exports;
-  server.exports[0] = e;
-  server.nexports = 1;
+  if (cf.nexports > 0) {
+    server.nexports = cf.nexports;
+    server.default_export = e;
+  } else {
+    server.exports[0] = e;
+    server.nexports = 1;
+  }
   serve_loops_start(&cfg, engine, &server);
   do {
     sig = listen_run(&server, ls, nls, sfd); /* it logs why it stopped */
@@ -655,7 +689,8 @@ int serve_main(int argc, char **argv)
   if (server.nloops > 0) {
     loop_stop_all(server.loops, server.nloops);
   }
-  server_destroy(&server); /* closes the export and its backing */
+  server_destroy(&server); /* closes the exports and their backings */
+  config_file_free(&cf);
   engine_destroy(engine);
   tls_server_teardown();
   pid_file_remove(&pid_file);
