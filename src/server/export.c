@@ -35,7 +35,6 @@ static int export_alloc(const char *name, bool read_only, enum sync_mode sync,
   if (e->name == NULL || e->description == NULL || durability_export_open(e) < 0) {
     free(e->name);
     free(e->description);
-  export_allow_free(e->allow);
     free(e);
     return -ENOMEM;
   }
@@ -272,6 +271,7 @@ void export_destroy(struct export *e)
   pthread_mutex_destroy(&e->attach_lock);
   free(e->spec);
   free(e->name);
+  export_allow_free(e->allow);
   free(e->description);
   free(e);
 }

@@ -24,6 +24,7 @@
 #include "server/accept_guard.h"
 #include "server/config_file.h"
 #include "server/conn_loop.h"
+#include "server/control.h"
 #include "server/export.h"
 #include "server/export_open.h"
 #include "server/listen.h"
@@ -597,6 +598,7 @@ int serve_main(int argc, char **argv)
   struct export *e = NULL;
   struct export **exports = NULL;
   struct config_file cf = {0};
+  struct control *control = NULL;
   size_t nls = 0;
   enum server_drain drained;
   int status, sfd, sig;
@@ -650,15 +652,6 @@ int serve_main(int argc, char **argv)
     close(sfd);
     return status;
   }
-  if (cf.nexports > 0) {
-    cfg.export_name = e != NULL ? e->name : ""; /* the URIs printed name the default */
-  }
-  print_listeners(&cfg, ls, nls);
-  if (cf.nexports > 0) {
-    serve_exports_log(&cfg, &cf);
-  } else {
-    log_serving(&cfg, e);
-  }
   server.handshake_timeout_s = cfg.handshake_timeout;
   server.max_handshakes = cfg.max_handshakes;
   server.max_connections = cfg.max_connections;
@@ -671,10 +664,36 @@ int serve_main(int argc, char **argv)
     server.exports[0] = e;
     server.nexports = 1;
   }
+  if (cfg.control_path != NULL && (status = control_start(cfg.control_path, &server,
+                                                         &control)) < 0) {
+    char shown[LOG_SHOWN_MAX];
+    fprintf(stderr, "diskgate serve: cannot open the control socket %s: %s\n",
+            log_escape_str(shown, sizeof shown, cfg.control_path),
+            status == -EADDRINUSE ? "another server accepts there"
+            : status == -EEXIST   ? "the path exists and is not a socket"
+                                  : strerror(-status));
+    status = 2;
+  } else {
+    status = 0;
+    if (cf.nexports > 0) {
+      cfg.export_name = e != NULL ? e->name : ""; /* the URIs printed name the default */
+    }
+    print_listeners(&cfg, ls, nls);
+    if (cf.nexports > 0) {
+      serve_exports_log(&cfg, &cf);
+    } else {
+      log_serving(&cfg, e);
+    }
+  }
   serve_loops_start(&cfg, engine, &server);
-  do {
+  sig = -1;
+  while (status == 0) {
     sig = listen_run(&server, ls, nls, sfd); /* it logs why it stopped */
-  } while (sig == SIGUSR2 && serve_hand_over(&cfg, argv, ls, nls, &pid_file) < 0);
+    if (sig != SIGUSR2 || serve_hand_over(&cfg, argv, ls, nls, &pid_file) == 0) {
+      break;
+    }
+  }
+  control_stop(control);
   for (size_t i = 0; i < nls; i++) {
     listen_close(&ls[i]);
   }
@@ -695,6 +714,9 @@ int serve_main(int argc, char **argv)
   tls_server_teardown();
   pid_file_remove(&pid_file);
   close(sfd);
+  if (status != 0) {
+    return status; /* the control socket could not be opened */
+  }
   /* 1: stopped by a failure, not by a signal, or replies were dropped */
   return sig > 0 && drained == SERVER_DRAIN_DONE ? 0 : 1;
 }

@@ -86,6 +86,7 @@ static const char serve_usage[] =
   "  --config FILE          serve the exports of an INI file (diskgate.conf(5)): its\n"
   "                         [server] keys are these options' long names; PATH and the\n"
   "                         other options then go in the file (only --verbose may join)\n"
+  "  --control PATH         a control socket (mode 0600) speaking JSON, for diskgate ctl\n"
   "  --verbose              log each connection's start and end (its requests by kind)\n"
   "  --help                 this text\n";
 
@@ -95,7 +96,7 @@ enum {
   OPT_ENGINE, OPT_PID_FILE, OPT_CEPH_CONF, OPT_CEPH_ID, OPT_HELP, OPT_VERBOSE,
   OPT_HS_TIMEOUT, OPT_MAX_HS, OPT_UNALIGNED, OPT_TLS, OPT_TLS_CERTS, OPT_TLS_PSK,
   OPT_FORCE_SHARE, OPT_MAX_CONNS,
-  OPT_ALLOW_BUSY, OPT_FORMAT, OPT_SNAPSHOT, OPT_L2_CACHE, OPT_CONFIG,
+  OPT_ALLOW_BUSY, OPT_FORMAT, OPT_SNAPSHOT, OPT_L2_CACHE, OPT_CONFIG, OPT_CONTROL,
 };
 
 static const struct option longopts[] = {
@@ -123,6 +124,7 @@ static const struct option longopts[] = {
   {"snapshot", no_argument, NULL, OPT_SNAPSHOT},
   {"l2-cache-size", required_argument, NULL, OPT_L2_CACHE},
   {"config", required_argument, NULL, OPT_CONFIG},
+  {"control", required_argument, NULL, OPT_CONTROL},
   {"verbose", no_argument, NULL, OPT_VERBOSE},
   {"help", no_argument, NULL, OPT_HELP},
   {NULL, 0, NULL, 0},
@@ -176,6 +178,8 @@ static const char *empty_value_error(int c)
     return "--tls-certificates needs a directory, not an empty name";
   case OPT_TLS_PSK:
     return "--tls-psk needs a path, not an empty name";
+  case OPT_CONTROL:
+    return "--control needs a path, not an empty name";
   case OPT_CEPH_CONF:
     return "--ceph-conf needs a path, not an empty name";
   case OPT_CEPH_ID:
@@ -341,6 +345,8 @@ static const char **option_path_slot(struct serve_config *cfg, int c)
     return &cfg->tls_cert_dir;
   case OPT_TLS_PSK:
     return &cfg->tls_psk_file;
+  case OPT_CONTROL:
+    return &cfg->control_path;
   default:
     return NULL;
   }

@@ -35,6 +35,7 @@ struct serve_config {
   const char *tls_cert_dir;
   const char *tls_psk_file;
   const char *config_file;   /* --config FILE (then no PATH on the command line) */
+  const char *control_path;  /* --control PATH (control.h), or NULL */
   unsigned nonconfig_options; /* options other than --config and --verbose given */
   /* [export NAME] sections of a config file only (config_file.h) */
   const char *description;   /* NBD_OPT_LIST's and NBD_INFO_DESCRIPTION's text, or NULL */

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The control socket (control = in [server]): mode 0600; `diskgate ctl list` and `stats`
+# (per-export connection counts, --json for scripts); garbage, oversized lines,
+# half-written JSON, non-objects and unknown commands each get a JSON error reply and a log
+# line, and the server goes on serving.
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/../lib.sh"
+source "$HERE/gwlib.sh"
+
+truncate -s 1M "$T/a.img" "$T/b.img"
+CTL=$T/ctl.sock
+GW_SERVER_EXTRA="control = $CTL" gw_start "[export a]
+path = $T/a.img
+description = disk a
+default = true
+[export b]
+path = $T/b.img"
+assert_eq "$(stat -c %a "$CTL")" 600 "the control socket's mode"
+"$DISKGATE" ctl --control "$CTL" list >"$T/list"
+grep -E '^a +.*a\.img +disk a \(default\)$' "$T/list" >/dev/null || { cat "$T/list" >&2; fail "ctl list"; }
+grep -E '^b +.*b\.img' "$T/list" >/dev/null || { cat "$T/list" >&2; fail "ctl list: b"; }
+
+# one client holds a connection to b while stats are taken
+$PY - "$DG_SOCK" "$DISKGATE" "$CTL" <<'PY' || { cat "$DG_LOG" >&2; fail "stats with a connection open"; }
+import json, subprocess, sys
+import nbd
+sock, dg, ctl = sys.argv[1:4]
+h = nbd.NBD()
+h.set_export_name("b")
+h.connect_unix(sock)
+out = subprocess.run([dg, "ctl", "--control", ctl, "--json", "stats"], check=True,
+                     capture_output=True, text=True).stdout
+r = json.loads(out)
+assert r["ok"] is True, r
+by = {e["name"]: e for e in r["exports"]}
+assert by["b"]["connections"] == 1 and by["b"]["attached"] is True, by
+assert by["a"]["connections"] == 0 and by["a"]["attached"] is False, by
+one = json.loads(subprocess.run([dg, "ctl", "--control", ctl, "--json", "stats", "a"],
+                                check=True, capture_output=True, text=True).stdout)
+assert [e["name"] for e in one["exports"]] == ["a"], one
+h.shutdown()
+PY
+rc=0
+"$DISKGATE" ctl --control "$CTL" stats nosuch 2>"$T/err" || rc=$?
+assert_eq "$rc" 1 "ctl stats of an unknown export"
+grep "no such export" "$T/err" >/dev/null || fail "ctl's line for an unknown export"
+
+# bad input: each gets {"ok":false,...}; the server goes on
+$PY - "$CTL" <<'PY' || { cat "$DG_LOG" >&2; fail "bad input on the control socket"; }
+import json, socket, sys
+path = sys.argv[1]
+def ask(data, shut=False):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    s.sendall(data)
+    if shut:
+        s.shutdown(socket.SHUT_WR)
+    s.settimeout(10)
+    buf = b""
+    while b"\n" not in buf:
+        try:
+            got = s.recv(65536)
+        except ConnectionResetError:
+            break
+        if not got:
+            break
+        buf += got
+    s.close()
+    return json.loads(buf.split(b"\n")[0])
+for data, shut in ((b"garbage\n", False), (b"[1,2]\n", False), (b"{}\n", False),
+                   (b'{"command":"explode"}\n', False), (b'{"command":"list","na', True),
+                   (b'{"command":"stats","name":7}\n', False), (b"\xff\xfe\x00\n", False),
+                   (b"x" * 70000, False)):
+    r = ask(data, shut)
+    assert r["ok"] is False and r["error"], (data[:40], r)
+r = ask(b'{"command":"list"}\n{"command":"stats"}\n')
+assert r["ok"] is True and len(r["exports"]) == 2, r
+PY
+grep "control socket: unknown command 'explode'" "$DG_LOG" >/dev/null || fail "no log line for an unknown command"
+grep "control socket: request line too long" "$DG_LOG" >/dev/null || fail "no log line for an oversized request"
+grep "control socket: request cut off" "$DG_LOG" >/dev/null || fail "no log line for half-written JSON"
+assert_eq "$(nbdinfo --size "nbd+unix:///a?socket=$DG_SOCK")" 1048576 "serving after bad control input"
+dg_stop
+[ ! -e "$CTL" ] || fail "the control socket was left behind"
+pass "control socket: list, stats, bad input"
