@@ -105,6 +105,28 @@ static void ctl_print_table(const cJSON *reply, bool stats)
   }
 }
 
+/* The request line for `cmd` (with "name": name unless NULL), "\n"-terminated; free it.
+ * NULL when memory ran out. */
+static char *ctl_request_line(const char *cmd, const char *name)
+{
+  cJSON *req = cJSON_CreateObject();
+
+  cJSON_AddStringToObject(req, "command", cmd);
+  if (name != NULL) {
+    cJSON_AddStringToObject(req, "name", name);
+  }
+  char *text = cJSON_PrintUnformatted(req);
+  cJSON_Delete(req);
+  size_t len = text != NULL ? strlen(text) : 0;
+  char *line = text != NULL ? realloc(text, len + 2) : NULL;
+  if (line == NULL) {
+    free(text);
+    return NULL;
+  }
+  memcpy(line + len, "\n", 2);
+  return line;
+}
+
 int ctl_main(int argc, char **argv)
 {
   static const struct option opts[] = {
@@ -144,21 +166,11 @@ int ctl_main(int argc, char **argv)
             "[NAME])\n", log_escape_str(shown, sizeof shown, cmd));
     return 2;
   }
-  cJSON *req = cJSON_CreateObject();
-  cJSON_AddStringToObject(req, "command", cmd);
-  if (stats && optind + 1 < argc) {
-    cJSON_AddStringToObject(req, "name", argv[optind + 1]);
-  }
-  char *text = cJSON_PrintUnformatted(req);
-  cJSON_Delete(req);
-  size_t len = text != NULL ? strlen(text) : 0;
-  char *line = text != NULL ? realloc(text, len + 2) : NULL;
+  char *line = ctl_request_line(cmd, stats && optind + 1 < argc ? argv[optind + 1] : NULL);
   if (line == NULL) {
-    free(text);
     fprintf(stderr, "diskgate ctl: out of memory\n");
     return 1;
   }
-  memcpy(line + len, "\n", 2);
   cJSON *reply = ctl_exchange(control, line);
   free(line);
   if (reply == NULL) {

@@ -588,6 +588,52 @@ static int serve_hand_over(const struct serve_config *cfg, char **argv, struct l
   return 0;
 }
 
+/* Sets the server's limits and export table from cfg (and cf's exports, with e the default;
+ * without a config file e is the one export), opens the control socket and prints the
+ * listeners' lines. Returns 0, or 2 after one line on stderr (the control socket could not
+ * be opened). Main thread, before the event loops start. */
+static int serve_publish(struct serve_config *cfg, const struct config_file *cf,
+                         struct server *server, struct export **exports, struct export *e,
+                         const struct listener *ls, size_t nls, struct control **control)
+{
+  int status;
+
+  server->handshake_timeout_s = cfg->handshake_timeout;
+  server->max_handshakes = cfg->max_handshakes;
+  server->max_connections = cfg->max_connections;
+  server->unaligned_error = cfg->unaligned_error;
+  server->exports = exports;
+  if (cf->nexports > 0) {
+    server->nexports = cf->nexports;
+    server->default_export = e;
+  } else {
+    server->exports[0] = e;
+    server->nexports = 1;
+  }
+  if (cfg->control_path != NULL && (status = control_start(cfg->control_path, server,
+                                                         control)) < 0) {
+    char shown[LOG_SHOWN_MAX];
+    fprintf(stderr, "diskgate serve: cannot open the control socket %s: %s\n",
+            log_escape_str(shown, sizeof shown, cfg->control_path),
+            status == -EADDRINUSE ? "another server accepts there"
+            : status == -EEXIST   ? "the path exists and is not a socket"
+                                  : strerror(-status));
+    status = 2;
+  } else {
+    status = 0;
+    if (cf->nexports > 0) {
+      cfg->export_name = e != NULL ? e->name : ""; /* the URIs printed name the default */
+    }
+    print_listeners(cfg, ls, nls);
+    if (cf->nexports > 0) {
+      serve_exports_log(cfg, cf);
+    } else {
+      log_serving(cfg, e);
+    }
+  }
+  return status;
+}
+
 int serve_main(int argc, char **argv)
 {
   struct serve_config cfg = {0};
@@ -652,39 +698,7 @@ int serve_main(int argc, char **argv)
     close(sfd);
     return status;
   }
-  server.handshake_timeout_s = cfg.handshake_timeout;
-  server.max_handshakes = cfg.max_handshakes;
-  server.max_connections = cfg.max_connections;
-  server.unaligned_error = cfg.unaligned_error;
-  server.exports = exports;
-  if (cf.nexports > 0) {
-    server.nexports = cf.nexports;
-    server.default_export = e;
-  } else {
-    server.exports[0] = e;
-    server.nexports = 1;
-  }
-  if (cfg.control_path != NULL && (status = control_start(cfg.control_path, &server,
-                                                         &control)) < 0) {
-    char shown[LOG_SHOWN_MAX];
-    fprintf(stderr, "diskgate serve: cannot open the control socket %s: %s\n",
-            log_escape_str(shown, sizeof shown, cfg.control_path),
-            status == -EADDRINUSE ? "another server accepts there"
-            : status == -EEXIST   ? "the path exists and is not a socket"
-                                  : strerror(-status));
-    status = 2;
-  } else {
-    status = 0;
-    if (cf.nexports > 0) {
-      cfg.export_name = e != NULL ? e->name : ""; /* the URIs printed name the default */
-    }
-    print_listeners(&cfg, ls, nls);
-    if (cf.nexports > 0) {
-      serve_exports_log(&cfg, &cf);
-    } else {
-      log_serving(&cfg, e);
-    }
-  }
+  status = serve_publish(&cfg, &cf, &server, exports, e, ls, nls, &control);
   serve_loops_start(&cfg, engine, &server);
   sig = -1;
   while (status == 0) {
