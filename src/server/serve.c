@@ -703,8 +703,16 @@ int serve_main(int argc, char **argv)
   sig = -1;
   while (status == 0) {
     sig = listen_run(&server, ls, nls, sfd); /* it logs why it stopped */
-    if (sig != SIGUSR2 || serve_hand_over(&cfg, argv, ls, nls, &pid_file) == 0) {
+    if (sig != SIGUSR2) {
       break;
+    }
+    control_stop(control); /* the new server binds the control socket's path */
+    control = NULL;
+    if (serve_hand_over(&cfg, argv, ls, nls, &pid_file) == 0) {
+      break;
+    }
+    if (cfg.control_path != NULL && control_start(cfg.control_path, &server, &control) < 0) {
+      log_warn("the control socket could not be opened again; serving without it");
     }
   }
   control_stop(control);

@@ -81,6 +81,18 @@ grep "control socket: unknown command 'explode'" "$DG_LOG" >/dev/null || fail "n
 grep "control socket: request line too long" "$DG_LOG" >/dev/null || fail "no log line for an oversized request"
 grep "control socket: request cut off" "$DG_LOG" >/dev/null || fail "no log line for half-written JSON"
 assert_eq "$(nbdinfo --size "nbd+unix:///a?socket=$DG_SOCK")" 1048576 "serving after bad control input"
-dg_stop
+# SIGUSR2: the new server takes the control socket over (the old one lets go of it first)
+kill -USR2 "$DG_PID"
+wait_until 10 grep "the new server (pid" "$DG_LOG" >/dev/null || { cat "$DG_LOG" >&2; fail "no hand-over"; }
+newpid=$(sed -n 's/.*the new server (pid \([0-9]*\)).*/\1/p' "$DG_LOG")
+DG_PIDS+=("$newpid")
+rc=0
+wait "$DG_PID" || rc=$?
+assert_eq "$rc" 0 "the old server's exit status after SIGUSR2"
+wait_until 10 "$DISKGATE" ctl --control "$CTL" list >/dev/null 2>&1 ||
+  { cat "$DG_LOG" >&2; fail "the new server's control socket"; }
+kill -TERM "$newpid"
+for i in $(seq 1 100); do kill -0 "$newpid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$newpid" 2>/dev/null && fail "the new server did not stop"
 [ ! -e "$CTL" ] || fail "the control socket was left behind"
 pass "control socket: list, stats, bad input"
