@@ -21,7 +21,7 @@ want="${1:-test}"
 
 # librbd-dev: the headers RBD support is compiled against (librados and librbd are loaded at
 # run time, only by an rbd: export); the Ceph daemons are test packages, not build ones.
-build_pkgs=(gcc make meson ninja-build pkg-config liburing-dev libcjson-dev libgnutls28-dev
+build_pkgs=(gcc make meson ninja-build pkg-config liburing-dev libcjson-dev libinih-dev libgnutls28-dev
             zlib1g-dev libzstd-dev librbd-dev scdoc libsystemd-dev
             libmicrohttpd-dev)
 demo_pkgs=(e2fsprogs python3 libnbd-bin qemu-utils qemu-system-x86 busybox-static cpio kmod

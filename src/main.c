@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "bench/bench.h"
+#include "server/ctl.h"
 #include "server/serve.h"
 #include "util/log.h"
 #include "util/stdio_fds.h"
@@ -11,6 +12,7 @@
 static const char usage[] =
   "Usage: diskgate serve [OPTIONS] PATH     serve a VM disk over NBD\n"
   "       diskgate bench [OPTIONS]          run the benchmark lab\n"
+  "       diskgate ctl --control PATH CMD   ask a running server (list, stats)\n"
   "       diskgate --version | --help\n"
   "Run 'diskgate serve --help' or 'diskgate bench --help' for their options.\n";
 
@@ -28,6 +30,9 @@ int main(int argc, char **argv)
   }
   if (strcmp(argv[1], "serve") == 0) {
     return serve_main(argc - 1, argv + 1);
+  }
+  if (strcmp(argv[1], "ctl") == 0) {
+    return ctl_main(argc - 1, argv + 1);
   }
   if (strcmp(argv[1], "bench") == 0) {
     return bench_main(argc - 1, argv + 1);

@@ -27,7 +27,7 @@ printf '.TH X 1\n.SH NAME\nx \\- y\n.notamacro\n' >"$tmp/bad.1"
 render "$tmp/bad.1" >/dev/null 2>"$tmp/bad.err" || true
 [ -s "$tmp/bad.err" ] || fail "man --warnings=w reports no warning for an undefined request"
 
-for page in diskgate.1 diskgate-serve.1 diskgate-bench.1; do
+for page in diskgate.1 diskgate-serve.1 diskgate-bench.1 diskgate-ctl.1 diskgate.conf.5; do
   f=$BUILDDIR/man/$page
   if [ ! -s "$f" ]; then
     echo "FAIL: $f is missing or empty (is scdoc installed? meson -Dman=enabled)" >&2

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* export.c: see export.h. */
 #include "server/export.h"
+#include "server/export_allow.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -124,6 +125,14 @@ int export_create_lazy(const char *name, const char *spec, const struct backing_
   e->opts = *opts;
   *out = e;
   return 0;
+}
+
+const char *export_description(const struct export *e)
+{
+  if (e->operator_description != NULL) {
+    return e->operator_description;
+  }
+  return export_is_attached(e) ? e->description : "";
 }
 
 bool export_is_attached(const struct export *e)
@@ -264,6 +273,7 @@ void export_destroy(struct export *e)
   pthread_mutex_destroy(&e->attach_lock);
   free(e->spec);
   free(e->name);
+  export_allow_free(e->allow);
   free(e->description);
   free(e);
 }

@@ -25,11 +25,15 @@
 #define EXPORT_LOG_NAME_MAX 256u
 
 struct group_commit; /* server/durability.c */
+struct export_allow;
 
 struct export {
   char *name;              /* NBD export name (a key, never a path: case C18) */
   char log_name[EXPORT_LOG_NAME_MAX]; /* name escaped for log lines (log_escape) */
   char *description;       /* NBD_INFO_DESCRIPTION; "" until attached; <= NBD_MAX_STRING */
+  const char *operator_description; /* `description =` (config file), or NULL: then the
+                                       backing's; the config owns it */
+  struct export_allow *allow; /* `allow =` (export_allow.h), owned; NULL: every client */
   /* The backing: NULL until attached. Read it only after export_attach returned 0 on the
    * same thread (its acquire pairs with the attaching thread's release). */
   struct backing *backing;
@@ -83,6 +87,10 @@ int export_create_lazy(const char *name, const char *spec, const struct backing_
  * flood of clients does not become a flood of cluster connections).
  * Returns 0 (e->backing is usable on this thread from now on) or backing_open's -errno. */
 int export_attach(struct export *e);
+
+/* The description clients are told (NBD_OPT_LIST, NBD_INFO_DESCRIPTION): the operator's,
+ * else the backing's once attached, else "". Any thread. */
+const char *export_description(const struct export *e);
 
 /* True once the backing is open. Any thread. */
 bool export_is_attached(const struct export *e);

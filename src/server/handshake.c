@@ -7,11 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "nbd/option.h"
 #include "nbd/proto.h"
 #include "server/admit.h"
 #include "server/conn.h"
+#include "server/export_allow.h"
 #include "server/tls.h"
 #include "server/transport.h"
 #include "util/log.h"
@@ -68,9 +70,9 @@ static int send_info(struct conn *c, uint32_t option, const struct export *e,
     n = nbd_info_text_encode(buf, NBD_INFO_NAME, e->name, (uint32_t)strlen(e->name));
     rc = reply_send(c, option, NBD_REP_INFO, buf, (uint32_t)n);
   }
-  if (rc == 0 && req->want_description && e->description[0] != '\0') {
-    n = nbd_info_text_encode(buf, NBD_INFO_DESCRIPTION, e->description,
-                             (uint32_t)strlen(e->description));
+  if (rc == 0 && req->want_description && export_description(e)[0] != '\0') {
+    n = nbd_info_text_encode(buf, NBD_INFO_DESCRIPTION, export_description(e),
+                             (uint32_t)strlen(export_description(e)));
     rc = reply_send(c, option, NBD_REP_INFO, buf, (uint32_t)n);
   }
   c->block_size_sent = req->want_block_size; /* what the last INFO/GO told the client */
@@ -88,6 +90,45 @@ static int send_info(struct conn *c, uint32_t option, const struct export *e,
   return rc;
 }
 
+/* True when the client of c may learn of and use e (its allow list, export_allow.h). */
+static bool export_visible(struct conn *c, const struct export *e)
+{
+  char names[3][TLS_NAME_MAX];
+  const char *list[4] = {NULL};
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof ss;
+  size_t n = 0;
+
+  if (e->allow == NULL) {
+    return true;
+  }
+  if (c->transport.tls != NULL) {
+    n = tls_session_peer_names(c->transport.tls, names, 3);
+  }
+  for (size_t i = 0; i < n; i++) {
+    list[i] = names[i];
+  }
+  if (getpeername(c->transport.fd, (struct sockaddr *)&ss, &len) < 0) {
+    ss.ss_family = AF_UNIX;
+  }
+  return export_allow_permits(e->allow, (struct sockaddr *)&ss, list);
+}
+
+/* server_find_export for this client: an export its allow list refuses is unknown to it,
+ * with one log line naming the option. */
+static struct export *conn_find_export(struct conn *c, uint32_t option, const uint8_t *name,
+                                       size_t length)
+{
+  struct export *e = server_find_export(c->server, name, length);
+
+  if (e != NULL && !export_visible(c, e)) {
+    log_info("%s: refused export '%s' by its allow list (%s)", c->peer, e->log_name,
+             nbd_option_name(option));
+    return NULL;
+  }
+  return e;
+}
+
 /* NBD_OPT_INFO and NBD_OPT_GO. Returns 1 when GO succeeded (enter transmission), 0 to keep
  * haggling, -errno to close. */
 static int option_info_go(struct conn *c, uint32_t option, const uint8_t *payload,
@@ -101,14 +142,15 @@ static int option_info_go(struct conn *c, uint32_t option, const uint8_t *payloa
     return reply_error(c, option, NBD_REP_ERR_INVALID,
                        rc == -ENAMETOOLONG ? "export name too long" : "malformed request");
   }
-  e = server_find_export(c->server, req.name, req.name_length);
+  e = conn_find_export(c, option, req.name, req.name_length);
   if (e == NULL) {
     static const char msg[] = "unknown export";
     char name[96];
     const char *more;
     /* libnbd's tools ask with NBD_OPT_INFO and then NBD_OPT_GO: the two lines differ. The
      * line names the export, so it stands for reply_error's. */
-    if (log_rate_allows(&c->option_refusals, "refusals", &more)) {
+    if (server_find_export(c->server, req.name, req.name_length) == NULL && /* else logged */
+        log_rate_allows(&c->option_refusals, "refusals", &more)) {
       log_info("%s: client asked for unknown export '%s' (%s)%s", c->peer,
                log_escape(name, sizeof name, req.name, req.name_length),
                nbd_option_name(option), more);
@@ -191,7 +233,7 @@ static int option_meta_context(struct conn *c, uint32_t option, const uint8_t *p
   if (nbd_meta_request_decode(payload, length, &m) < 0) {
     return reply_error(c, option, NBD_REP_ERR_INVALID, "malformed metadata context request");
   }
-  e = server_find_export(c->server, m.name, m.name_length);
+  e = conn_find_export(c, option, m.name, m.name_length);
   if (e == NULL) {
     return reply_error(c, option, NBD_REP_ERR_UNKNOWN, "unknown export");
   }
@@ -233,7 +275,7 @@ static int option_export_name(struct conn *c, const uint8_t *payload, uint32_t l
     log_info("%s: invalid export name in NBD_OPT_EXPORT_NAME; closing", c->peer);
     return -EINVAL;
   }
-  e = server_find_export(c->server, payload, length);
+  e = conn_find_export(c, NBD_OPT_EXPORT_NAME, payload, length);
   if (e == NULL) {
     log_info("%s: unknown export in NBD_OPT_EXPORT_NAME; closing", c->peer);
     return -ENOENT;
@@ -266,9 +308,11 @@ static int option_list(struct conn *c, uint32_t length)
   }
   for (size_t i = 0; i < c->server->nexports; i++) {
     const struct export *e = c->server->exports[i];
-    /* the description as NBD_INFO_DESCRIPTION gives it; none before a lazy export (RBD)
-     * is attached, whose description is set when it attaches */
-    const char *details = export_is_attached(e) ? e->description : "";
+    if (!export_visible(c, e)) {
+      continue; /* a client not allowed must not learn the export exists */
+    }
+    /* the description as NBD_INFO_DESCRIPTION gives it (export_description) */
+    const char *details = export_description(e);
     size_t n = nbd_rep_server_encode(buf, e->name, (uint32_t)strlen(e->name), details,
                                      (uint32_t)strlen(details));
     int rc = reply_send(c, NBD_OPT_LIST, NBD_REP_SERVER, buf, (uint32_t)n);

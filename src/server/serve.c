@@ -22,7 +22,9 @@
 #include "nbd/proto.h"
 #include "nbd/uri.h"
 #include "server/accept_guard.h"
+#include "server/config_file.h"
 #include "server/conn_loop.h"
+#include "server/control.h"
 #include "server/export.h"
 #include "server/export_open.h"
 #include "server/listen.h"
@@ -33,6 +35,7 @@
 #include "server/reexec.h"
 #include "server/serve_args.h"
 #include "server/service.h"
+#include "server/serve_exports.h"
 #include "server/server.h"
 #include "server/tls.h"
 #include "server/tls_psk.h"
@@ -527,25 +530,31 @@ static int serve_pid_file_write(const struct serve_config *cfg, struct pid_file 
 }
 
 /* Takes what serving needs after the engine: the pid file's check, the export, the
- * listeners, room for a connection, the server, its export table and the pid file.
+ * listeners, room for a connection, the server, its export table and the pid file. With
+ * a config file (cf->nexports > 0) *exports holds its exports and *e is the default one.
  * Returns 0, or after one line on stderr an exit status; on failure the caller releases
  * what *e, ls[0..*nls) and *exports hold (the server needs no release). */
-static int serve_start(const struct serve_config *cfg, struct engine *engine,
-                       struct pid_file *pid_file, struct server *server, struct export **e,
-                       struct listener *ls, size_t *nls, struct listener *ml,
+static int serve_start(const struct serve_config *cfg, const struct config_file *cf,
+                       struct engine *engine, struct pid_file *pid_file, struct server *server,
+                       struct export **e, struct listener *ls, size_t *nls, struct listener *ml,
                        struct export ***exports)
 {
   int status, rc;
 
   if (cfg->pid_file != NULL) {
     char err[LOG_SHOWN_MAX + 128];
-    rc = pid_file_check(cfg->pid_file, cfg->path, cfg->socket_path, err, sizeof err);
+    rc = pid_file_check(cfg->pid_file, cfg->path != NULL ? cfg->path : cfg->config_file,
+                        cfg->socket_path, err, sizeof err);
     if (rc < 0) {
       fprintf(stderr, "diskgate serve: %s\n", err);
       return cli_startup_status(rc);
     }
   }
-  status = open_export(cfg, engine, e);
+  if (cf->nexports > 0) {
+    status = serve_exports_open(cf, engine, exports, e); /* *e: the default export */
+  } else {
+    status = open_export(cfg, engine, e);
+  }
   if (status == 0) {
     status = open_listeners(cfg, ls, nls);
   }
@@ -562,7 +571,7 @@ static int serve_start(const struct serve_config *cfg, struct engine *engine,
     fprintf(stderr, "diskgate serve: cannot set up the server: %s\n", strerror(-rc));
     return 1;
   }
-  if ((*exports = malloc(sizeof **exports)) == NULL) {
+  if (cf->nexports == 0 && (*exports = malloc(sizeof **exports)) == NULL) {
     fprintf(stderr, "diskgate serve: out of memory\n");
     return 1;
   }
@@ -636,6 +645,52 @@ static int serve_hand_over(const struct serve_config *cfg, char **argv, struct l
   return 0;
 }
 
+/* Sets the server's limits and export table from cfg (and cf's exports, with e the default;
+ * without a config file e is the one export), opens the control socket and prints the
+ * listeners' lines. Returns 0, or 2 after one line on stderr (the control socket could not
+ * be opened). Main thread, before the event loops start. */
+static int serve_publish(struct serve_config *cfg, const struct config_file *cf,
+                         struct server *server, struct export **exports, struct export *e,
+                         const struct listener *ls, size_t nls, struct control **control)
+{
+  int status;
+
+  server->handshake_timeout_s = cfg->handshake_timeout;
+  server->max_handshakes = cfg->max_handshakes;
+  server->max_connections = cfg->max_connections;
+  server->unaligned_error = cfg->unaligned_error;
+  server->exports = exports;
+  if (cf->nexports > 0) {
+    server->nexports = cf->nexports;
+    server->default_export = e;
+  } else {
+    server->exports[0] = e;
+    server->nexports = 1;
+  }
+  if (cfg->control_path != NULL && (status = control_start(cfg->control_path, server,
+                                                         control)) < 0) {
+    char shown[LOG_SHOWN_MAX];
+    fprintf(stderr, "diskgate serve: cannot open the control socket %s: %s\n",
+            log_escape_str(shown, sizeof shown, cfg->control_path),
+            status == -EADDRINUSE ? "another server accepts there"
+            : status == -EEXIST   ? "the path exists and is not a socket"
+                                  : strerror(-status));
+    status = 2;
+  } else {
+    status = 0;
+    if (cf->nexports > 0) {
+      cfg->export_name = e != NULL ? e->name : ""; /* the URIs printed name the default */
+    }
+    print_listeners(cfg, ls, nls);
+    if (cf->nexports > 0) {
+      serve_exports_log(cfg, cf);
+    } else {
+      log_serving(cfg, e);
+    }
+  }
+  return status;
+}
+
 int serve_main(int argc, char **argv)
 {
   struct serve_config cfg = {0};
@@ -647,12 +702,17 @@ int serve_main(int argc, char **argv)
   struct engine *engine = NULL;
   struct export *e = NULL;
   struct export **exports = NULL;
+  struct config_file cf = {0};
+  struct control *control = NULL;
   size_t nls = 0;
   enum server_drain drained;
   int status, sfd, sig;
 
   status = serve_args_parse(argc, argv, &cfg);
   if (status >= 0) {
+    return status;
+  }
+  if (cfg.config_file != NULL && (status = config_file_read(cfg.config_file, &cfg, &cf)) != 0) {
     return status;
   }
   /* Request buffers up to 32 MiB come and go with every request: keep them on the heap
@@ -663,20 +723,23 @@ int serve_main(int argc, char **argv)
   serve_raise_fd_limit();
   status = setup_tls(&cfg);
   if (status != 0) {
+    config_file_free(&cf);
     return status;
   }
   sfd = serve_signals_open();
   if (sfd < 0) {
     fprintf(stderr, "diskgate serve: signalfd: %s\n", strerror(-sfd));
     tls_server_teardown();
+    config_file_free(&cf);
     return 1;
   }
   if (serve_engine_create(&cfg, &engine) != 0) {
     tls_server_teardown();
+    config_file_free(&cf);
     close(sfd);
     return 1;
   }
-  status = serve_start(&cfg, engine, &pid_file, &server, &e, ls, &nls, &ml, &exports);
+  status = serve_start(&cfg, &cf, engine, &pid_file, &server, &e, ls, &nls, &ml, &exports);
   if (status != 0) {
     for (size_t i = 0; i < nls; i++) {
       listen_close(&ls[i]);
@@ -684,35 +747,38 @@ int serve_main(int argc, char **argv)
     if (ml.fd >= 0) {
       listen_close(&ml);
     }
+    for (size_t i = 0; exports != NULL && i < cf.nexports; i++) {
+      export_destroy(exports[i]);
+    }
     free(exports);
-    export_destroy(e);
+    if (cf.nexports == 0) {
+      export_destroy(e);
+    }
+    config_file_free(&cf);
     engine_destroy(engine);
     tls_server_teardown();
     close(sfd);
     return status;
   }
-  print_listeners(&cfg, ls, nls);
-  log_serving(&cfg, e);
-  server.handshake_timeout_s = cfg.handshake_timeout;
-  server.max_handshakes = cfg.max_handshakes;
-  server.max_connections = cfg.max_connections;
-  server.unaligned_error = cfg.unaligned_error;
-  server.exports = exports;
-  server.exports[0] = e;
-  server.nexports = 1;
-  server.metrics_on = ml.fd >= 0;
-  if (ml.fd >= 0) {
+  status = serve_publish(&cfg, &cf, &server, exports, e, ls, nls, &control);
+  server.metrics_on = status == 0 && ml.fd >= 0;
+  if (server.metrics_on) {
     int rc = metrics_http_start(&server, ml.fd, &metrics); /* takes the socket */
     if (rc < 0) {
       log_error("cannot serve metrics on %s: %s; serving without them", ml.host,
                 strerror(-rc));
       server.metrics_on = false;
     }
+  } else if (ml.fd >= 0) {
+    listen_close(&ml);
   }
   serve_loops_start(&cfg, engine, &server);
-  service_notify_ready();
-  service_status_tick(server.nexports, 0);
-  for (;;) {
+  if (status == 0) {
+    service_notify_ready();
+    service_status_tick(server.nexports, 0);
+  }
+  sig = -1;
+  while (status == 0) {
     sig = listen_run(&server, ls, nls, sfd); /* it logs why it stopped */
     if (sig != SIGUSR2) {
       break;
@@ -723,10 +789,16 @@ int serve_main(int argc, char **argv)
       metrics = NULL;
       log_info("metrics no longer served here: the new server serves them");
     }
+    control_stop(control); /* the new server binds the control socket's path */
+    control = NULL;
     if (serve_hand_over(&cfg, argv, ls, nls, &pid_file) == 0) {
       break;
     }
+    if (cfg.control_path != NULL && control_start(cfg.control_path, &server, &control) < 0) {
+      log_warn("the control socket could not be opened again; serving without it");
+    }
   }
+  control_stop(control);
   for (size_t i = 0; i < nls; i++) {
     listen_close(&ls[i]);
   }
@@ -743,11 +815,15 @@ int serve_main(int argc, char **argv)
   if (server.nloops > 0) {
     loop_stop_all(server.loops, server.nloops);
   }
-  server_destroy(&server); /* closes the export and its backing */
+  server_destroy(&server); /* closes the exports and their backings */
+  config_file_free(&cf);
   engine_destroy(engine);
   tls_server_teardown();
   pid_file_remove(&pid_file);
   close(sfd);
+  if (status != 0) {
+    return status; /* the control socket could not be opened */
+  }
   /* 1: stopped by a failure, not by a signal, or replies were dropped */
   return sig > 0 && drained == SERVER_DRAIN_DONE ? 0 : 1;
 }

@@ -16,6 +16,7 @@
 
 static const char serve_usage[] =
   "Usage: diskgate serve [OPTIONS] PATH\n"
+  "       diskgate serve --config FILE [--verbose]\n"
   "Serve PATH (a raw, qcow2 or ASIF image file, a block device or partition, a\n"
   "character device, or rbd:POOL/IMAGE[@SNAP]) over NBD until SIGINT, SIGTERM or\n"
   "SIGHUP.\n"
@@ -84,6 +85,10 @@ static const char serve_usage[] =
   "                         if DIR/ca-cert.pem exists, clients must present a certificate\n"
   "                         it signed (DIR/ca-crl.pem, if present, lists revoked ones)\n"
   "  --tls-psk FILE         pre-shared keys instead: `username:hexkey` lines\n"
+  "  --config FILE          serve the exports of an INI file (diskgate.conf(5)): its\n"
+  "                         [server] keys are these options' long names; PATH and the\n"
+  "                         other options then go in the file (only --verbose may join)\n"
+  "  --control PATH         a control socket (mode 0600) speaking JSON, for diskgate ctl\n"
   "  --verbose              log each connection's start and end (its requests by kind)\n"
   "  --help                 this text\n";
 
@@ -93,7 +98,8 @@ enum {
   OPT_ENGINE, OPT_PID_FILE, OPT_CEPH_CONF, OPT_CEPH_ID, OPT_HELP, OPT_VERBOSE,
   OPT_HS_TIMEOUT, OPT_MAX_HS, OPT_UNALIGNED, OPT_TLS, OPT_TLS_CERTS, OPT_TLS_PSK,
   OPT_FORCE_SHARE, OPT_MAX_CONNS,
-  OPT_ALLOW_BUSY, OPT_FORMAT, OPT_SNAPSHOT, OPT_L2_CACHE, OPT_METRICS,
+  OPT_ALLOW_BUSY, OPT_FORMAT, OPT_SNAPSHOT, OPT_L2_CACHE, OPT_METRICS, OPT_CONFIG,
+  OPT_CONTROL,
 };
 
 static const struct option longopts[] = {
@@ -121,6 +127,8 @@ static const struct option longopts[] = {
   {"format", required_argument, NULL, OPT_FORMAT},
   {"snapshot", no_argument, NULL, OPT_SNAPSHOT},
   {"l2-cache-size", required_argument, NULL, OPT_L2_CACHE},
+  {"config", required_argument, NULL, OPT_CONFIG},
+  {"control", required_argument, NULL, OPT_CONTROL},
   {"verbose", no_argument, NULL, OPT_VERBOSE},
   {"help", no_argument, NULL, OPT_HELP},
   {NULL, 0, NULL, 0},
@@ -133,22 +141,31 @@ static const struct option longopts[] = {
 
 /* One line naming the problem, exit status 2. `arg`, a value from the command line, is
  * escaped (one line, printable ASCII, whatever it holds). */
-static int bad_usage(const char *fmt, const char *arg)
-{
-  char shown[LOG_SHOWN_MAX];
-
-  fprintf(stderr, "diskgate serve: ");
-  fprintf(stderr, fmt, log_escape_str(shown, sizeof shown, arg));
-  fprintf(stderr, " (see diskgate serve --help)\n");
-  return 2;
-}
+/* While serve_args_apply_key runs: where the message goes instead of stderr. Main thread. */
+static char *usage_redirect;
+static size_t usage_redirect_size;
 
 /* bad_usage for a message already made safe (cli_option_error escapes what it quotes). */
 static int bad_usage_text(const char *text)
 {
+  if (usage_redirect != NULL) {
+    snprintf(usage_redirect, usage_redirect_size, "%s", text);
+    return 2;
+  }
   fprintf(stderr, "diskgate serve: %s (see diskgate serve --help)\n", text);
   return 2;
 }
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+static int bad_usage(const char *fmt, const char *arg)
+{
+  char shown[LOG_SHOWN_MAX], text[LOG_SHOWN_MAX + 256];
+
+  snprintf(text, sizeof text, fmt, log_escape_str(shown, sizeof shown, arg));
+  return bad_usage_text(text);
+}
+#pragma GCC diagnostic pop
 
 /* The line for an empty value of an option whose value names a file, a user or an address,
  * which an empty value cannot (`--socket ''` was taken for the working directory, `--listen
@@ -165,6 +182,8 @@ static const char *empty_value_error(int c)
     return "--tls-certificates needs a directory, not an empty name";
   case OPT_TLS_PSK:
     return "--tls-psk needs a path, not an empty name";
+  case OPT_CONTROL:
+    return "--control needs a path, not an empty name";
   case OPT_CEPH_CONF:
     return "--ceph-conf needs a path, not an empty name";
   case OPT_CEPH_ID:
@@ -174,8 +193,7 @@ static const char *empty_value_error(int c)
   }
 }
 
-/* The defaults, before the command line is read. */
-static void config_defaults(struct serve_config *cfg)
+void serve_args_defaults(struct serve_config *cfg)
 {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
 
@@ -344,6 +362,8 @@ static const char **option_path_slot(struct serve_config *cfg, int c)
     return &cfg->tls_cert_dir;
   case OPT_TLS_PSK:
     return &cfg->tls_psk_file;
+  case OPT_CONTROL:
+    return &cfg->control_path;
   default:
     return NULL;
   }
@@ -377,6 +397,9 @@ static int option_apply(struct serve_config *cfg, int c, char **argv)
   case OPT_VERBOSE:
     log_set_level(LOG_DEBUG);
     return -1;
+  case OPT_CONFIG:
+    cfg->config_file = optarg;
+    return -1;
   case OPT_HELP:
     fputs(serve_usage, stdout);
     return 0;
@@ -396,25 +419,17 @@ static int option_apply(struct serve_config *cfg, int c, char **argv)
   }
 }
 
-/* After the options: exactly one PATH, and the checks that span options. Returns -1 or an
- * exit status (2). */
-static int config_finish(struct serve_config *cfg, int argc, char **argv)
+static int check_export(const struct serve_config *cfg, const char *path)
 {
-  if (optind >= argc) {
-    return bad_usage("missing PATH to serve%s", "");
-  }
-  if (optind + 1 < argc) {
-    return bad_usage("unexpected argument '%s' (one PATH per server)", argv[optind + 1]);
-  }
   if (cfg->opts.force_share && !cfg->opts.read_only) {
     return bad_usage("--force-share needs --read-only (a writable server always locks the "
                      "image)%s", "");
   }
-  if (cfg->opts.force_share && strncmp(argv[optind], "rbd:", 4) == 0) {
-    return bad_usage("--force-share is for files and block devices, not %s", argv[optind]);
+  if (cfg->opts.force_share && strncmp(path, "rbd:", 4) == 0) {
+    return bad_usage("--force-share is for files and block devices, not %s", path);
   }
-  if (cfg->opts.allow_busy && strncmp(argv[optind], "rbd:", 4) == 0) {
-    return bad_usage("--allow-busy-device is for block devices, not %s", argv[optind]);
+  if (cfg->opts.allow_busy && strncmp(path, "rbd:", 4) == 0) {
+    return bad_usage("--allow-busy-device is for block devices, not %s", path);
   }
   if (cfg->snapshot && cfg->opts.read_only) {
     return bad_usage("--snapshot keeps writes in a temporary overlay; with --read-only there "
@@ -423,6 +438,30 @@ static int config_finish(struct serve_config *cfg, int argc, char **argv)
   if (cfg->snapshot && cfg->opts.force_share) {
     return bad_usage("--snapshot locks the image as a reader; it cannot share it with "
                      "writers (--force-share)%s", "");
+  }
+  return -1;
+}
+
+/* After the options: exactly one PATH, and the checks that span options. Returns -1 or an
+ * exit status (2). */
+static int config_finish(struct serve_config *cfg, int argc, char **argv)
+{
+  if (cfg->config_file != NULL) {
+    if (cfg->nonconfig_options > 0 || optind < argc) {
+      return bad_usage("with --config, PATH and the options go in the file (only --verbose "
+                       "may join it)%s", "");
+    }
+    return -1;
+  }
+  if (optind >= argc) {
+    return bad_usage("missing PATH to serve%s", "");
+  }
+  if (optind + 1 < argc) {
+    return bad_usage("unexpected argument '%s' (one PATH per server)", argv[optind + 1]);
+  }
+  int status = check_export(cfg, argv[optind]);
+  if (status >= 0) {
+    return status;
   }
   cfg->path = argv[optind];
   log_escape_str(cfg->path_shown, sizeof cfg->path_shown, cfg->path);
@@ -439,7 +478,7 @@ int serve_args_parse(int argc, char **argv, struct serve_config *cfg)
 {
   int c;
 
-  config_defaults(cfg);
+  serve_args_defaults(cfg);
   opterr = 0;
   optind = 1;
   while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -452,10 +491,99 @@ int serve_args_parse(int argc, char **argv, struct serve_config *cfg)
     if (empty != NULL) {
       return bad_usage_text(empty);
     }
+    if (c != OPT_CONFIG && c != OPT_VERBOSE) {
+      cfg->nonconfig_options++;
+    }
     int status = option_apply(cfg, c, argv);
     if (status >= 0) {
       return status;
     }
   }
   return config_finish(cfg, argc, argv);
+}
+
+/* Options a config file's [export NAME] section takes (the rest of longopts, but for those
+ * in cli_only, belong in [server]). */
+static const char *const export_keys[] = {
+  "read-only", "force-share", "allow-busy-device", "sync", "cache", "format", "snapshot",
+  "l2-cache-size", "ceph-conf", "ceph-id", NULL,
+};
+static const char *const cli_only_keys[] = {"export", "config", "help", NULL};
+
+static bool name_in(const char *const *list, const char *name)
+{
+  for (size_t i = 0; list[i] != NULL; i++) {
+    if (strcmp(list[i], name) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+enum serve_key_scope serve_args_key_scope(const char *name)
+{
+  for (size_t i = 0; longopts[i].name != NULL; i++) {
+    if (strcmp(longopts[i].name, name) == 0) {
+      return name_in(cli_only_keys, name) ? SERVE_KEY_UNKNOWN
+             : name_in(export_keys, name) ? SERVE_KEY_EXPORT
+                                          : SERVE_KEY_SERVER;
+    }
+  }
+  return SERVE_KEY_UNKNOWN;
+}
+
+int serve_args_parse_bool(const char *text, bool *out)
+{
+  static const char *const yes[] = {"true", "yes", "on", "1", NULL};
+  static const char *const no[] = {"false", "no", "off", "0", NULL};
+
+  if (name_in(yes, text) || name_in(no, text)) {
+    *out = name_in(yes, text);
+    return 0;
+  }
+  return -EINVAL;
+}
+
+int serve_args_apply_key(struct serve_config *cfg, const char *name, const char *value,
+                         char *err, size_t errsize)
+{
+  const struct option *o = NULL;
+  int status;
+
+  for (size_t i = 0; longopts[i].name != NULL && o == NULL; i++) {
+    o = strcmp(longopts[i].name, name) == 0 ? &longopts[i] : NULL;
+  }
+  assert(o != NULL);
+  if (o->has_arg == no_argument) {
+    bool on;
+    if (serve_args_parse_bool(value, &on) < 0) {
+      snprintf(err, errsize, "takes true or false");
+      return -EINVAL;
+    }
+    if (!on) {
+      return 0;
+    }
+  } else if (*value == '\0') {
+    const char *empty = empty_value_error(o->val);
+    snprintf(err, errsize, "%s", empty != NULL ? empty : "needs a value");
+    return -EINVAL;
+  }
+  usage_redirect = err;
+  usage_redirect_size = errsize;
+  optarg = (char *)value;
+  status = option_apply(cfg, o->val, NULL);
+  usage_redirect = NULL;
+  return status >= 0 ? -EINVAL : 0;
+}
+
+int serve_args_check_export(const struct serve_config *cfg, const char *path, char *err,
+                            size_t errsize)
+{
+  int status;
+
+  usage_redirect = err;
+  usage_redirect_size = errsize;
+  status = check_export(cfg, path);
+  usage_redirect = NULL;
+  return status;
 }

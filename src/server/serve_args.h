@@ -5,6 +5,7 @@
 #define DISKGATE_SERVER_SERVE_ARGS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "backing/backing.h"
 #include "backing/format.h"
@@ -34,7 +35,44 @@ struct serve_config {
   bool tls_given;            /* --tls was on the command line */
   const char *tls_cert_dir;
   const char *tls_psk_file;
+  const char *config_file;   /* --config FILE (then no PATH on the command line) */
+  const char *control_path;  /* --control PATH (control.h), or NULL */
+  unsigned nonconfig_options; /* options other than --config and --verbose given */
+  /* [export NAME] sections of a config file only (config_file.h) */
+  const char *description;   /* NBD_OPT_LIST's and NBD_INFO_DESCRIPTION's text, or NULL */
+  bool is_default;           /* default = true: the export the empty name reaches */
+  const char *allow;         /* allow = (export_allow.h), or NULL: every client */
+  unsigned line;             /* the section's line in the file */
 };
+
+/* Where a config file key belongs (serve_args_key_scope). */
+enum serve_key_scope {
+  SERVE_KEY_UNKNOWN, /* no such option, or one for the command line only (export, config) */
+  SERVE_KEY_SERVER,  /* [server]: every server option, including ones added later */
+  SERVE_KEY_EXPORT,  /* [export NAME]: the per-export options */
+};
+
+/* The defaults, before any option is applied. Main thread. */
+void serve_args_defaults(struct serve_config *cfg);
+
+/* The scope of the long option `name` (without "--"): the table getopt_long reads decides
+ * it, so an option added to the command line is a [server] key with no more code. */
+enum serve_key_scope serve_args_key_scope(const char *name);
+
+/* Applies the long option `name` (scope not UNKNOWN) with `value` as the command line would
+ * (a flag option takes true/false/yes/no/on/off/1/0). `value` must outlive cfg. Returns 0,
+ * or -EINVAL and the reason in err (one line, escaped). Main thread. */
+int serve_args_apply_key(struct serve_config *cfg, const char *name, const char *value,
+                         char *err, size_t errsize);
+
+/* Parses a config file boolean (true/yes/on/1, false/no/off/0). Returns 0 or -EINVAL. */
+int serve_args_parse_bool(const char *text, bool *out);
+
+/* The checks across an export's options (--force-share needs --read-only and a file,
+ * --snapshot excludes --read-only and --force-share) for the export of `path`. Returns -1
+ * when they pass, else 2 and the reason in err (one line). Main thread. */
+int serve_args_check_export(const struct serve_config *cfg, const char *path, char *err,
+                            size_t errsize);
 
 /* Parses `diskgate serve ARGS...` (argv[0] is "serve") into *cfg (zeroed by the caller):
  * defaults first, then each option, then the checks across options (one PATH;

@@ -46,7 +46,7 @@ struct export *server_find_export(struct server *s, const uint8_t *name, size_t 
       return e;
     }
   }
-  return NULL;
+  return length == 0 ? s->default_export : NULL;
 }
 
 static void set_recv_timeout(int fd, unsigned seconds)

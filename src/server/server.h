@@ -19,6 +19,7 @@ struct conn;
 struct server {
   struct export **exports;
   size_t nexports;
+  struct export *default_export; /* what the empty name reaches when no export has it */
   unsigned handshake_timeout_s; /* seconds a client may take to reach transmission */
   unsigned max_handshakes;      /* connections still negotiating, at most */
   unsigned max_connections;     /* open connections, at most; 0: no limit */
@@ -46,7 +47,8 @@ struct server {
 int server_init(struct server *s);
 
 /* Looks an export up by its name (`length` bytes, not NUL-terminated): a key into what the
- * operator configured, never a path (case C18). Returns NULL when unknown. Any thread. */
+ * operator configured, never a path (case C18); the empty name, when no export has it,
+ * reaches s->default_export. Returns NULL when unknown. Any thread. */
 struct export *server_find_export(struct server *s, const uint8_t *name, size_t length);
 
 /* Takes ownership of an accepted socket and serves it on a new thread. `peer` names it in

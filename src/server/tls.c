@@ -42,6 +42,7 @@
 #include <errno.h>
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -692,4 +693,36 @@ void tls_session_end(struct tls_session *s, bool bye)
   gnutls_deinit(s->session);
   pthread_mutex_destroy(&s->lock);
   free(s);
+}
+
+size_t tls_session_peer_names(struct tls_session *s, char names[][TLS_NAME_MAX], size_t max)
+{
+  size_t n = 0;
+  unsigned ncerts = 0;
+  const gnutls_datum_t *certs;
+  gnutls_x509_crt_t crt;
+
+  pthread_mutex_lock(&s->lock);
+  const char *user = gnutls_psk_server_get_username(s->session);
+  if (user != NULL && s->psk_user_state == PSK_USER_FOUND && n < max) {
+    snprintf(names[n++], TLS_NAME_MAX, "%s", user);
+  }
+  certs = gnutls_certificate_get_peers(s->session, &ncerts);
+  if (certs != NULL && ncerts > 0 && gnutls_x509_crt_init(&crt) == 0) {
+    if (gnutls_x509_crt_import(crt, &certs[0], GNUTLS_X509_FMT_DER) == 0) {
+      size_t len = TLS_NAME_MAX;
+      if (n < max && gnutls_x509_crt_get_dn(crt, names[n], &len) == 0) {
+        n++;
+      }
+      len = TLS_NAME_MAX;
+      if (n < max &&
+          gnutls_x509_crt_get_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, 0, names[n],
+                                        &len) == 0) {
+        n++;
+      }
+    }
+    gnutls_x509_crt_deinit(crt);
+  }
+  pthread_mutex_unlock(&s->lock);
+  return n;
 }

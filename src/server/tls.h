@@ -82,4 +82,13 @@ int tls_session_writev_full(struct tls_session *s, const struct iovec *iov, int 
  * left on the connection. */
 void tls_session_end(struct tls_session *s, bool bye);
 
+/* Bytes of one name tls_session_peer_names gives, NUL included. */
+#define TLS_NAME_MAX 256
+
+/* The names the client proved in the TLS handshake, for access lists (export_allow.h): its
+ * PSK identity (when the PSK file holds it), its certificate's DN and common name (only
+ * when ca-cert.pem made the server verify it). Returns how many were written (<= max).
+ * The connection's handshake thread, after TLS is up. */
+size_t tls_session_peer_names(struct tls_session *s, char names[][TLS_NAME_MAX], size_t max);
+
 #endif

@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+/* control.c: the control socket and its control-plane thread: see control.h. One client at
+ * a time: each request is answered from the server's state without blocking the data
+ * plane (the export table is read as connections read it; connection counts are taken
+ * under the server's lock, as the connection list is). */
+#include "server/control.h"
+#include "server/metrics.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "server/conn.h"
+#include "server/export.h"
+#include "server/listen.h"
+#include "server/server.h"
+#include "util/log.h"
+
+struct control {
+  struct listener listener;
+  struct server *server;
+  int stop_pipe[2];  /* written by control_stop: the thread exits */
+  pthread_t thread;
+  char line[CONTROL_LINE_MAX + 1];
+};
+
+/* Sends the reply object `reply` as one line and frees it. */
+static void reply_send(int fd, cJSON *reply)
+{
+  char *text = reply != NULL ? cJSON_PrintUnformatted(reply) : NULL;
+  static const char oom[] = "{\"ok\":false,\"error\":\"out of memory\"}\n";
+
+  if (text == NULL) {
+    (void)send(fd, oom, sizeof oom - 1, MSG_NOSIGNAL);
+  } else {
+    size_t len = strlen(text);
+    text[len] = '\n'; /* replaces the NUL: sent as one line */
+    for (size_t off = 0; off <= len;) {
+      ssize_t n = send(fd, text + off, len + 1 - off, MSG_NOSIGNAL);
+      if (n <= 0) {
+        break;
+      }
+      off += (size_t)n;
+    }
+    free(text);
+  }
+  cJSON_Delete(reply);
+}
+
+/* An error reply, with one log line. */
+static void reply_error(int fd, const char *text)
+{
+  cJSON *r = cJSON_CreateObject();
+
+  log_info("control socket: %s", text);
+  cJSON_AddFalseToObject(r, "ok");
+  cJSON_AddStringToObject(r, "error", text);
+  reply_send(fd, r);
+}
+
+/* The connections open on each export: counts[i] for s->exports[i]. Takes s->lock. */
+static void export_conn_counts(struct server *s, unsigned *counts)
+{
+  memset(counts, 0, s->nexports * sizeof *counts);
+  pthread_mutex_lock(&s->lock);
+  for (struct conn *c = s->conns; c != NULL; c = c->next) {
+    for (size_t i = 0; c->export != NULL && i < s->nexports; i++) {
+      counts[i] += c->export == s->exports[i];
+    }
+  }
+  pthread_mutex_unlock(&s->lock);
+}
+
+/* The statistics of export i, into the object o: every counter `stats` shows is added
+ * here (connections; the metrics' counters join them). Control thread. */
+static void control_export_stats(struct server *s, size_t i, const unsigned *counts,
+                                 cJSON *metrics, cJSON *o)
+{
+  const struct export *e = s->exports[i];
+  cJSON *m = metrics != NULL ? cJSON_DetachItemFromObjectCaseSensitive(metrics, e->name) : NULL;
+
+  cJSON_AddStringToObject(o, "name", e->name);
+  cJSON_AddNumberToObject(o, "connections", counts[i]);
+  cJSON_AddBoolToObject(o, "attached", export_is_attached(e));
+  if (m != NULL) {
+    cJSON_AddItemToObject(o, "metrics", m); /* metrics_stats_json's numbers (--metrics) */
+  }
+}
+
+/* {"command":"list"} and {"command":"stats","name":NAME?}. */
+static void command_list_stats(struct control *ctl, int fd, bool stats, const char *name)
+{
+  struct server *s = ctl->server;
+  cJSON *r = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(r, "exports");
+  unsigned *counts = calloc(s->nexports + 1, sizeof *counts);
+  bool found = name == NULL;
+
+  if (counts == NULL || arr == NULL) {
+    free(counts);
+    cJSON_Delete(r);
+    reply_error(fd, "out of memory");
+    return;
+  }
+  export_conn_counts(s, counts);
+  cJSON *metrics = stats && s->metrics_on ? cJSON_CreateObject() : NULL;
+  if (metrics != NULL && metrics_stats_json(s, metrics) < 0) {
+    cJSON_Delete(metrics);
+    metrics = NULL;
+  }
+  for (size_t i = 0; i < s->nexports; i++) {
+    const struct export *e = s->exports[i];
+    if (name != NULL && strcmp(name, e->name) != 0) {
+      continue;
+    }
+    found = true;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToArray(arr, o);
+    if (stats) {
+      control_export_stats(s, i, counts, metrics, o);
+      continue;
+    }
+    cJSON_AddStringToObject(o, "name", e->name);
+    cJSON_AddStringToObject(o, "path", e->spec != NULL ? e->spec : "");
+    cJSON_AddStringToObject(o, "description", export_description(e));
+    cJSON_AddBoolToObject(o, "read_only", e->read_only);
+    cJSON_AddBoolToObject(o, "default", e == s->default_export);
+    cJSON_AddBoolToObject(o, "attached", export_is_attached(e));
+    cJSON_AddBoolToObject(o, "allow", e->allow != NULL);
+  }
+  free(counts);
+  cJSON_Delete(metrics);
+  if (!found) {
+    cJSON_Delete(r);
+    reply_error(fd, "no such export");
+    return;
+  }
+  cJSON_AddTrueToObject(r, "ok");
+  reply_send(fd, r);
+}
+
+/* Answers one request line. */
+static void control_request(struct control *ctl, int fd, const char *line)
+{
+  cJSON *req = cJSON_Parse(line);
+  const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(req, "command");
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(req, "name");
+  char text[160], shown[64];
+
+  if (req == NULL || !cJSON_IsObject(req)) {
+    reply_error(fd, "the request is not a JSON object");
+  } else if (!cJSON_IsString(cmd)) {
+    reply_error(fd, "the request has no \"command\" string");
+  } else if (name != NULL && !cJSON_IsString(name)) {
+    reply_error(fd, "\"name\" is not a string");
+  } else if (strcmp(cmd->valuestring, "list") == 0 || strcmp(cmd->valuestring, "stats") == 0) {
+    command_list_stats(ctl, fd, cmd->valuestring[0] == 's',
+                       name != NULL ? name->valuestring : NULL);
+  } else {
+    snprintf(text, sizeof text, "unknown command '%s' (list, stats)",
+             log_escape_str(shown, sizeof shown, cmd->valuestring));
+    reply_error(fd, text);
+  }
+  cJSON_Delete(req);
+}
+
+/* Serves one client: lines until it closes, goes silent for CONTROL_READ_TIMEOUT_S, or
+ * sends a line over CONTROL_LINE_MAX. */
+static void control_client(struct control *ctl, int fd)
+{
+  size_t have = 0;
+
+  for (;;) {
+    struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = ctl->stop_pipe[0], .events = POLLIN}};
+    if (poll(p, 2, CONTROL_READ_TIMEOUT_S * 1000) <= 0 || p[1].revents != 0) {
+      if (have > 0) {
+        reply_error(fd, "request not finished in time (one JSON object per line)");
+      }
+      return;
+    }
+    ssize_t n = recv(fd, ctl->line + have, CONTROL_LINE_MAX - have, 0);
+    if (n <= 0) {
+      if (have > 0) {
+        ctl->line[have] = '\0';
+        reply_error(fd, "request cut off by the close (one JSON object per line)");
+      }
+      return;
+    }
+    have += (size_t)n;
+    char *nl;
+    while ((nl = memchr(ctl->line, '\n', have)) != NULL) {
+      *nl = '\0';
+      control_request(ctl, fd, ctl->line);
+      have -= (size_t)(nl + 1 - ctl->line);
+      memmove(ctl->line, nl + 1, have);
+    }
+    if (have == CONTROL_LINE_MAX) {
+      reply_error(fd, "request line too long");
+      return;
+    }
+  }
+}
+
+static void *control_thread(void *arg)
+{
+  struct control *ctl = arg;
+
+  for (;;) {
+    struct pollfd p[2] = {{.fd = ctl->listener.fd, .events = POLLIN},
+                          {.fd = ctl->stop_pipe[0], .events = POLLIN}};
+    if (poll(p, 2, -1) < 0 && errno != EINTR) {
+      return NULL;
+    }
+    if (p[1].revents != 0) {
+      return NULL;
+    }
+    if (p[0].revents != 0) {
+      int fd = accept4(ctl->listener.fd, NULL, NULL, SOCK_CLOEXEC);
+      if (fd >= 0) {
+        control_client(ctl, fd);
+        close(fd);
+      }
+    }
+  }
+}
+
+int control_start(const char *path, struct server *s, struct control **out)
+{
+  struct control *ctl = calloc(1, sizeof *ctl);
+  mode_t old;
+  int rc;
+
+  if (ctl == NULL) {
+    return -ENOMEM;
+  }
+  ctl->server = s;
+  if (pipe2(ctl->stop_pipe, O_CLOEXEC) < 0) {
+    rc = -errno;
+    free(ctl);
+    return rc;
+  }
+  old = umask(0177); /* the socket is created 0600; main thread, before other files */
+  rc = listen_open_unix(&ctl->listener, path);
+  umask(old);
+  if (rc == 0) {
+    rc = -pthread_create(&ctl->thread, NULL, control_thread, ctl);
+    if (rc < 0) {
+      listen_close(&ctl->listener);
+    }
+  }
+  if (rc < 0) {
+    close(ctl->stop_pipe[0]);
+    close(ctl->stop_pipe[1]);
+    free(ctl);
+    return rc;
+  }
+  *out = ctl;
+  return 0;
+}
+
+void control_stop(struct control *ctl)
+{
+  if (ctl == NULL) {
+    return;
+  }
+  (void)write(ctl->stop_pipe[1], "x", 1);
+  pthread_join(ctl->thread, NULL);
+  listen_close(&ctl->listener);
+  close(ctl->stop_pipe[0]);
+  close(ctl->stop_pipe[1]);
+  free(ctl);
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/* control.h: the control socket (`--control PATH`, `control =` in [server]): a Unix socket,
+ * mode 0600, speaking JSON (cJSON), served on its own control-plane thread (DESIGN.md "The
+ * gateway"). A client sends one request object per line and gets one reply object per
+ * line, until it closes (docs/gateway.md "The control socket"):
+ *   {"command":"list"}                -> {"ok":true,"exports":[{name, path, description,
+ *                                         read_only, default, attached, allow}...]}
+ *   {"command":"stats","name":NAME?}  -> {"ok":true,"exports":[{name, connections,
+ *                                         attached}...]}
+ * and for anything else (not JSON, not an object, an unknown command, a line over
+ * CONTROL_LINE_MAX bytes, a request cut off by the close) {"ok":false,"error":TEXT} and
+ * one log line; an oversized line also closes the connection. */
+#ifndef DISKGATE_SERVER_CONTROL_H
+#define DISKGATE_SERVER_CONTROL_H
+
+struct server;
+struct control;
+
+/* Bytes of one request line, at most. */
+#define CONTROL_LINE_MAX 65536
+/* Seconds a control client may take to send a request line. */
+#define CONTROL_READ_TIMEOUT_S 5
+
+/* Binds `path` (mode 0600; an existing socket nobody accepts on is replaced) and starts the
+ * control-plane thread serving it for server s. Returns 0 and *out, or -errno (-EADDRINUSE:
+ * another server accepts there; -EEXIST: the path is not a socket). Main thread, after the
+ * server's exports are set. */
+int control_start(const char *path, struct server *s, struct control **out);
+
+/* Stops the thread, closes the socket and removes its path. NULL is a no-op. Main thread,
+ * before the server is destroyed. */
+void control_stop(struct control *c);
+
+#endif

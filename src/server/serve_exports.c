@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/* serve_exports.c: a config file's exports made for serving: see serve_exports.h. */
+#include "server/serve_exports.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/export_allow.h"
+#include "server/tls.h"
+#include "util/cli.h"
+#include "util/log.h"
+
+/* Makes the export of ec. Returns 0 and *out, or an exit status after one line. */
+static int export_open_one(const struct serve_config *ec, struct engine *engine,
+                           struct export **out)
+{
+  struct backing_options opts = ec->opts;
+  struct backing_spec_info info = {0};
+  char why[512], shown[LOG_SHOWN_MAX];
+  int rc = backing_spec_check(ec->path, &info);
+
+  opts.engine = engine;
+  if (rc == -EINVAL || rc == -ENOTSUP) {
+    fprintf(stderr, "diskgate serve: export '%s': %s: %s\n", ec->export_name, ec->path_shown,
+            rc == -EINVAL ? "expected rbd:POOL[/NAMESPACE]/IMAGE[@SNAP]"
+                          : "unknown backing kind (not built into this diskgate)");
+    return 2;
+  }
+  if (rc == 0 && info.costly) {
+    rc = backing_spec_load(ec->path, why, sizeof why); /* a missing library fails now */
+    if (rc < 0) {
+      fprintf(stderr, "diskgate serve: %s: %s\n", ec->path_shown,
+              rc == -ELIBACC ? log_escape_str(shown, sizeof shown, why) : strerror(-rc));
+      return cli_startup_status(rc);
+    }
+  }
+  rc = export_create_lazy(ec->export_name, ec->path, &opts,
+                          ec->opts.read_only || (info.read_only && !ec->snapshot),
+                          ec->opts.sync, out);
+  if (rc == 0 && ec->allow != NULL) {
+    rc = export_allow_parse(ec->allow, &(*out)->allow, why, sizeof why);
+    if (rc < 0) {
+      export_destroy(*out);
+    }
+  }
+  if (rc < 0) {
+    fprintf(stderr, "diskgate serve: %s\n", strerror(-rc));
+    return 1;
+  }
+  (*out)->format = ec->format;
+  (*out)->snapshot = ec->snapshot;
+  (*out)->operator_description = ec->description;
+  return 0;
+}
+
+int serve_exports_open(const struct config_file *cf, struct engine *engine,
+                       struct export ***out, struct export **dflt)
+{
+  struct export **exports = calloc(cf->nexports, sizeof *exports);
+  int status = 0;
+
+  *dflt = NULL;
+  if (exports == NULL) {
+    fprintf(stderr, "diskgate serve: out of memory\n");
+    return 1;
+  }
+  for (size_t i = 0; i < cf->nexports && status == 0; i++) {
+    status = export_open_one(&cf->exports[i], engine, &exports[i]);
+    if (status == 0 && cf->exports[i].is_default) {
+      *dflt = exports[i];
+    }
+  }
+  if (status != 0) {
+    for (size_t i = 0; i < cf->nexports; i++) {
+      if (exports[i] != NULL) {
+        export_destroy(exports[i]);
+      }
+    }
+    free(exports);
+    *dflt = NULL;
+    return status;
+  }
+  *out = exports;
+  return 0;
+}
+
+void serve_exports_log(const struct serve_config *cfg, const struct config_file *cf)
+{
+  char shown[LOG_SHOWN_MAX];
+
+  log_info("serving %zu export%s from %s (each opened at its first NBD_OPT_GO), engine %s, "
+           "%u thread%s", cf->nexports, cf->nexports == 1 ? "" : "s",
+           log_escape_str(shown, sizeof shown, cfg->config_file),
+           engine_kind_name(cfg->engine), cfg->threads, cfg->threads == 1 ? "" : "s");
+  for (size_t i = 0; i < cf->nexports; i++) {
+    const struct serve_config *ec = &cf->exports[i];
+    log_debug("export '%s': %s, sync %s, cache %s%s%s%s", log_escape_str(shown, sizeof shown,
+              ec->export_name), ec->path_shown, sync_mode_name(ec->opts.sync),
+              cache_mode_name(ec->opts.cache), ec->opts.read_only ? ", read-only" : "",
+              ec->is_default ? ", default" : "", ec->allow != NULL ? ", allow list" : "");
+    if (ec->opts.sync == SYNC_NONE && !ec->opts.read_only) {
+      log_warn("export '%s' is UNSAFE (sync = none): FLUSH and FUA are acknowledged without "
+               "syncing", log_escape_str(shown, sizeof shown, ec->export_name));
+    }
+  }
+  if (cfg->tls != TLS_MODE_OFF) {
+    log_info("%s", tls_server_describe());
+  }
+}
