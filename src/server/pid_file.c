@@ -3,6 +3,7 @@
 #include "server/pid_file.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
@@ -254,5 +255,24 @@ void pid_file_release(struct pid_file *pf)
   if (pf->path != NULL) {
     close(pf->fd);
     pf->path = NULL;
+  }
+}
+
+bool pid_file_wait_for(const char *path, pid_t pid, unsigned wait_ms)
+{
+  for (unsigned waited = 0;; waited += 10) {
+    char buf[32] = {0};
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+      ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+      close(fd);
+      if (n > 0 && strtol(buf, NULL, 10) == (long)pid) {
+        return true;
+      }
+    }
+    if (waited >= wait_ms || (kill(pid, 0) < 0 && errno == ESRCH)) {
+      return false;
+    }
+    usleep(10000);
   }
 }

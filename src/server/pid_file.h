@@ -60,4 +60,9 @@ void pid_file_remove(const struct pid_file *pf);
  * nothing, and pid_file_write may write it again (when the new server could not start). */
 void pid_file_release(struct pid_file *pf);
 
+/* Waits until the pid file at `path` names `pid` (a new server started by SIGUSR2 writes
+ * it once it has taken over), polling every 10 ms for at most wait_ms milliseconds, or
+ * until process `pid` is gone. Returns true when the file names it. Main thread. */
+bool pid_file_wait_for(const char *path, pid_t pid, unsigned wait_ms);
+
 #endif

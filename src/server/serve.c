@@ -606,9 +606,10 @@ static void serve_loops_start(const struct serve_config *cfg, struct engine *eng
  * while this one drains (reexec.h). The pid file is left to the new server. Returns 0, or
  * -1 after a log line when it could not start or must not (--snapshot: the overlay's
  * writes cannot move to a new process); this one then goes on serving (the pid file is
- * written again when it was released). Main thread. */
+ * written again when it was released). On success *new_pid is the new server's pid. Main
+ * thread. */
 static int serve_hand_over(const struct serve_config *cfg, char **argv, struct listener *ls,
-                           size_t nls, struct pid_file *pid_file)
+                           size_t nls, struct pid_file *pid_file, pid_t *new_pid)
 {
   int fds[LISTEN_MAX];
   pid_t pid;
@@ -639,6 +640,7 @@ static int serve_hand_over(const struct serve_config *cfg, char **argv, struct l
   }
   service_notify_mainpid(pid); /* systemd follows the new process (NotifyAccess=all) */
   log_info("the new server (pid %ld) accepts on these listeners from now on", (long)pid);
+  *new_pid = pid;
   for (size_t i = 0; i < nls; i++) {
     listen_keep_file(&ls[i]);
   }
@@ -706,6 +708,7 @@ int serve_main(int argc, char **argv)
   struct control *control = NULL;
   size_t nls = 0;
   enum server_drain drained;
+  pid_t new_pid = 0;
   int status, sfd, sig;
 
   status = serve_args_parse(argc, argv, &cfg);
@@ -791,7 +794,7 @@ int serve_main(int argc, char **argv)
     }
     control_stop(control); /* the new server binds the control socket's path */
     control = NULL;
-    if (serve_hand_over(&cfg, argv, ls, nls, &pid_file) == 0) {
+    if (serve_hand_over(&cfg, argv, ls, nls, &pid_file, &new_pid) == 0) {
       break;
     }
     if (cfg.control_path != NULL && control_start(cfg.control_path, &server, &control) < 0) {
@@ -821,6 +824,11 @@ int serve_main(int argc, char **argv)
   tls_server_teardown();
   pid_file_remove(&pid_file);
   close(sfd);
+  /* The new server opens a writable image once this one has let go of it, and writes the
+   * pid file after: whoever reads the pid file once this one has gone finds it there. */
+  if (new_pid > 0 && cfg.pid_file != NULL && !pid_file_wait_for(cfg.pid_file, new_pid, 10000)) {
+    log_warn("the new server (pid %ld) has not written the pid file in 10 s", (long)new_pid);
+  }
   if (status != 0) {
     return status; /* the control socket could not be opened */
   }

@@ -9,7 +9,10 @@
  * - swap: just before the first open of exactly DG_SWAP_PATH, DG_SWAP_WITH is renamed onto
  *   it (rename(2) is atomic: a symbolic link or another file takes the path's place), as
  *   between a program's check of a path and its open, every time. Used by
- *   server-names-not-paths (case C18). */
+ *   server-names-not-paths (case C18).
+ * - delay: an open whose path ends with DG_OPEN_DELAY_SUFFIX waits DG_OPEN_DELAY_MS
+ *   milliseconds first, in a server started by a SIGUSR2 restart only (DISKGATE_TAKEOVER
+ *   is in its environment while it opens its export). Used by server-restart-pid-file. */
 /* both symbols are defined here: open must not be redirected to open64 */
 #undef _FILE_OFFSET_BITS
 #include <dlfcn.h>
@@ -22,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 typedef int (*open_fn)(const char *, int, ...);
 
@@ -58,6 +62,23 @@ static void maybe_swap(const char *path)
   }
 }
 
+/* Sleeps DG_OPEN_DELAY_MS before an open of a path ending in DG_OPEN_DELAY_SUFFIX. */
+static void maybe_delay(const char *path)
+{
+  const char *suffix = getenv("DG_OPEN_DELAY_SUFFIX");
+  const char *ms = getenv("DG_OPEN_DELAY_MS");
+  size_t n, m;
+
+  if (suffix == NULL || ms == NULL || path == NULL || getenv("DISKGATE_TAKEOVER") == NULL) {
+    return;
+  }
+  n = strlen(path);
+  m = strlen(suffix);
+  if (m > 0 && n >= m && strcmp(path + n - m, suffix) == 0) {
+    usleep((useconds_t)strtol(ms, NULL, 10) * 1000);
+  }
+}
+
 int open(const char *path, int flags, ...)
 {
   mode_t mode = 0;
@@ -73,6 +94,7 @@ int open(const char *path, int flags, ...)
     return -1;
   }
   maybe_swap(path);
+  maybe_delay(path);
   real = (open_fn)dlsym(RTLD_NEXT, "open"); /* open64 is the same call on 64-bit Linux */
   if (real == NULL) {
     errno = ENOSYS;
