@@ -5,6 +5,7 @@
 # its image wait 1.5 s; the old one has no client to drain, so it would exit at once.
 . "$SRCDIR/tests/lib.sh"
 hook=${1:?usage: restart_pid_file.sh OPEN_HOOK_MODULE}
+dg_allow_preload
 truncate -s 1M "$T/slow-start.img"
 DG_OPEN_DELAY_SUFFIX=slow-start.img DG_OPEN_DELAY_MS=1500 LD_PRELOAD=$hook \
   dg_start "$T/slow-start.img"
