@@ -16,17 +16,7 @@
  * successful run. */
 static bool fig(const struct bench_results *r, const char *config, struct bench_figures *f)
 {
-  memset(f, 0, sizeof(*f));
-  for (size_t c = 0; c < r->nconfigs; c++) {
-    for (size_t w = 0; w < r->nworkloads; w++) {
-      if (strcmp(r->configs[c]->name, config) == 0 &&
-          strcmp(r->workloads[w]->name, WORKLOAD) == 0) {
-        bench_targets_figures(&r->cells[c * r->nworkloads + w], f);
-        return f->ok;
-      }
-    }
-  }
-  return false;
+  return bench_targets_cell_figures(r, config, WORKLOAD, f);
 }
 
 size_t bench_targets_metrics_eval(const struct bench_results *r, struct bench_target_row *rows,
