@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "bench_test.h"
+#include "bench_test_profile.h"
 
 #include "bench/bench_asif.h"
 #include "bench/bench_configs.h"
@@ -246,15 +247,7 @@ static struct bench_cell cells[BENCH_MAX_CONFIGS * BENCH_MAX_WORKLOADS];
  * row's 1000 MB/s and 10000 IOPS; with_host: the host row added (--configs), at 2x. */
 static void asif_results(struct bench_results *r, double ratio, bool with_host)
 {
-  FILE *err = fopen("/dev/null", "w");
-
-  memset(r, 0, sizeof(*r));
-  memset(cells, 0, sizeof(cells));
-  assert_int_equal(bench_profiles_apply("asif", &r->opts), 0);
-  r->opts.configs = with_host ? "host,diskgate-unix-direct-full,diskgate-asif" : NULL;
-  assert_int_equal(bench_profiles_select(&r->opts, r, err), 0);
-  fclose(err);
-  r->cells = cells;
+  bench_test_profile(r, cells, sizeof(cells) / sizeof(cells[0]), "asif", with_host ? "host,diskgate-unix-direct-full,diskgate-asif" : NULL);
   for (size_t c = 0; c < r->nconfigs; c++) {
     double k = strcmp(r->configs[c]->name, "diskgate-asif") == 0 ? ratio
                : strcmp(r->configs[c]->name, "host") == 0    ? 2.0
@@ -263,8 +256,6 @@ static void asif_results(struct bench_results *r, double ratio, bool with_host)
     for (size_t w = 0; w < r->nworkloads; w++) {
       struct bench_cell *cell = bench_results_cell(r, c, w);
 
-      cell->cfg = r->configs[c];
-      cell->wl = r->workloads[w];
       cell->nruns = 1;
       cell->runs[0] = (struct bench_sample){ .ok = true, .value = 1, .iops = 10000 * k,
                                              .mbps = 1000 * k, .ios = 1e5 };

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "bench_test.h"
+#include "bench_test_profile.h"
 #include "bench/bench_configs.h"
 #include "bench/bench_profiles.h"
 #include "bench/bench_report_targets.h"
@@ -25,14 +26,7 @@ static struct bench_cell cells[BENCH_MAX_CONFIGS * BENCH_MAX_WORKLOADS];
  * and 32 connections. */
 static void collapse_results(struct bench_results *r, double iops4, double iops16, double iops32)
 {
-  FILE *err = fopen("/dev/null", "w");
-
-  memset(r, 0, sizeof(*r));
-  memset(cells, 0, sizeof(cells));
-  assert_int_equal(bench_profiles_apply("collapse", &r->opts), 0);
-  assert_int_equal(bench_profiles_select(&r->opts, r, err), 0);
-  fclose(err);
-  r->cells = cells;
+  bench_test_profile(r, cells, sizeof(cells) / sizeof(cells[0]), "collapse", NULL);
   for (size_t c = 0; c < r->nconfigs; c++) {
     for (size_t w = 0; w < r->nworkloads; w++) {
       struct bench_cell *cell = bench_results_cell(r, c, w);
@@ -41,8 +35,6 @@ static void collapse_results(struct bench_results *r, double iops4, double iops1
                     : strcmp(name, "randwrite-4k-16c") == 0 ? iops16
                                                             : iops32;
 
-      cell->cfg = r->configs[c];
-      cell->wl = r->workloads[w];
       cell->nruns = 1;
       cell->runs[0] = (struct bench_sample){ .ok = true, .value = iops, .iops = iops,
                                              .ios = 1e5 };

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "bench_test.h"
+#include "bench_test_profile.h"
 #include "bench/bench_configs.h"
 #include "bench/bench_profiles.h"
 #include "bench/bench_report_targets.h"
@@ -26,22 +27,13 @@ static struct bench_cell cells[BENCH_MAX_CONFIGS * BENCH_MAX_WORKLOADS];
  * plain row's 100000 IOPS. */
 static void metrics_results(struct bench_results *r, double ratio)
 {
-  FILE *err = fopen("/dev/null", "w");
-
-  memset(r, 0, sizeof(*r));
-  memset(cells, 0, sizeof(cells));
-  assert_int_equal(bench_profiles_apply("metrics", &r->opts), 0);
-  assert_int_equal(bench_profiles_select(&r->opts, r, err), 0);
-  fclose(err);
-  r->cells = cells;
+  bench_test_profile(r, cells, sizeof(cells) / sizeof(cells[0]), "metrics", NULL);
   for (size_t c = 0; c < r->nconfigs; c++) {
     double k = bench_configs_metrics(r->configs[c]) ? ratio : 1.0;
 
     for (size_t w = 0; w < r->nworkloads; w++) {
       struct bench_cell *cell = bench_results_cell(r, c, w);
 
-      cell->cfg = r->configs[c];
-      cell->wl = r->workloads[w];
       cell->nruns = 1;
       cell->runs[0] = (struct bench_sample){ .ok = true, .value = 100000 * k,
                                              .iops = 100000 * k, .mbps = 400 * k,

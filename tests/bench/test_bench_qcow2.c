@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "bench_test.h"
+#include "bench_test_profile.h"
 
 #include "bench/bench_configs.h"
 #include "bench/bench_proc.h"
@@ -93,21 +94,12 @@ static struct bench_cell cells[BENCH_MAX_CONFIGS * BENCH_MAX_WORKLOADS];
  * not applicable. */
 static void qcow2_results(struct bench_results *r)
 {
-  FILE *err = fopen("/dev/null", "w");
-
-  memset(r, 0, sizeof(*r));
-  memset(cells, 0, sizeof(cells));
-  assert_int_equal(bench_profiles_apply("qcow2", &r->opts), 0);
-  assert_int_equal(bench_profiles_select(&r->opts, r, err), 0);
-  fclose(err);
-  r->cells = cells;
+  bench_test_profile(r, cells, sizeof(cells) / sizeof(cells[0]), "qcow2", NULL);
   for (size_t c = 0; c < r->nconfigs; c++) {
     for (size_t w = 0; w < r->nworkloads; w++) {
       struct bench_cell *cell = bench_results_cell(r, c, w);
       bool dg = strncmp(r->configs[c]->name, "diskgate-qcow2", 14) == 0;
 
-      cell->cfg = r->configs[c];
-      cell->wl = r->workloads[w];
       if (!bench_targets_qcow2_uses(cell->cfg->name, cell->wl->name)) {
         cell->state = BENCH_CELL_NA;
         continue;

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "bench_test.h"
+#include "bench_test_profile.h"
 
 #include "bench/bench_configs.h"
 #include "bench/bench_fio.h"
@@ -157,21 +158,12 @@ static struct bench_cell cells[BENCH_MAX_CONFIGS * BENCH_MAX_WORKLOADS];
 
 static void peers_results(struct bench_results *r)
 {
-  FILE *err = fopen("/dev/null", "w");
-
-  memset(r, 0, sizeof(*r));
-  memset(cells, 0, sizeof(cells));
-  assert_int_equal(bench_profiles_apply("peers", &r->opts), 0);
-  assert_int_equal(bench_profiles_select(&r->opts, r, err), 0);
-  fclose(err);
-  r->cells = cells;
+  bench_test_profile(r, cells, sizeof(cells) / sizeof(cells[0]), "peers", NULL);
   for (size_t c = 0; c < r->nconfigs; c++) {
     for (size_t w = 0; w < r->nworkloads; w++) {
       struct bench_cell *cell = bench_results_cell(r, c, w);
       bool dg = strncmp(r->configs[c]->name, "diskgate", 8) == 0;
 
-      cell->cfg = r->configs[c];
-      cell->wl = r->workloads[w];
       if (!bench_targets_uses(cell->cfg->name, cell->wl->name)) {
         cell->state = BENCH_CELL_NA;
         continue;
