@@ -150,28 +150,8 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
     return 2;
   }
   if (rc == 0 && info.costly) {
-    /* Opened by the first NBD_OPT_GO (nothing expensive happens before a client
-     * negotiates); a snapshot is read-only by nature, even without --read-only. Its
-     * libraries are loaded now (librbd: backing/rbd_lib.h), so that a missing one fails
-     * here. */
-    char why[512], shown[LOG_SHOWN_MAX];
-    rc = backing_spec_load(cfg->path, why, sizeof why);
-    if (rc < 0) {
-      fprintf(stderr, "diskgate serve: %s: %s\n", cfg->path_shown,
-              rc == -ELIBACC ? log_escape_str(shown, sizeof shown, why) : strerror(-rc));
-      return cli_startup_status(rc);
-    }
-    /* under --snapshot an RBD snapshot is the read-only base of a writable overlay */
-    rc = export_create_lazy(cfg->export_name, cfg->path, &opts,
-                            cfg->opts.read_only || (info.read_only && !cfg->snapshot),
-                            cfg->opts.sync, out);
-    if (rc < 0) {
-      fprintf(stderr, "diskgate serve: %s\n", strerror(-rc));
-      return 1;
-    }
-    (*out)->format = cfg->format;
-    (*out)->snapshot = cfg->snapshot;
-    return 0;
+    /* opened by the first NBD_OPT_GO: nothing expensive happens before a client negotiates */
+    return serve_export_create_lazy(cfg, &opts, &info, out);
   }
   /* read-only under --snapshot, and for an ASIF image */
   rc = export_stack_base_options(&opts, cfg->snapshot, cfg->path, cfg->format, &base_opts);

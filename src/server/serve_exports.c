@@ -12,14 +12,40 @@
 #include "util/cli.h"
 #include "util/log.h"
 
+int serve_export_create_lazy(const struct serve_config *ec, const struct backing_options *opts,
+                             const struct backing_spec_info *info, struct export **out)
+{
+  char why[512], shown[LOG_SHOWN_MAX];
+  /* a costly kind's libraries (librbd: backing/rbd_lib.h) load now: a missing one fails here */
+  int rc = info->costly ? backing_spec_load(ec->path, why, sizeof why) : 0;
+
+  if (rc < 0) {
+    fprintf(stderr, "diskgate serve: %s: %s\n", ec->path_shown,
+            rc == -ELIBACC ? log_escape_str(shown, sizeof shown, why) : strerror(-rc));
+    return cli_startup_status(rc);
+  }
+  /* under --snapshot an RBD snapshot is the read-only base of a writable overlay */
+  rc = export_create_lazy(ec->export_name, ec->path, opts,
+                          ec->opts.read_only || (info->read_only && !ec->snapshot),
+                          ec->opts.sync, out);
+  if (rc < 0) {
+    fprintf(stderr, "diskgate serve: %s\n", strerror(-rc));
+    return 1;
+  }
+  (*out)->format = ec->format;
+  (*out)->snapshot = ec->snapshot;
+  return 0;
+}
+
 /* Makes the export of ec. Returns 0 and *out, or an exit status after one line. */
 static int export_open_one(const struct serve_config *ec, struct engine *engine,
                            struct export **out)
 {
   struct backing_options opts = ec->opts;
   struct backing_spec_info info = {0};
-  char why[512], shown[LOG_SHOWN_MAX];
+  char why[512];
   int rc = backing_spec_check(ec->path, &info);
+  int status;
 
   opts.engine = engine;
   if (rc == -EINVAL || rc == -ENOTSUP) {
@@ -28,30 +54,20 @@ static int export_open_one(const struct serve_config *ec, struct engine *engine,
                           : "unknown backing kind (not built into this diskgate)");
     return 2;
   }
-  if (rc == 0 && info.costly) {
-    rc = backing_spec_load(ec->path, why, sizeof why); /* a missing library fails now */
-    if (rc < 0) {
-      fprintf(stderr, "diskgate serve: %s: %s\n", ec->path_shown,
-              rc == -ELIBACC ? log_escape_str(shown, sizeof shown, why) : strerror(-rc));
-      return cli_startup_status(rc);
-    }
+  status = serve_export_create_lazy(ec, &opts, &info, out);
+  if (status != 0) {
+    return status;
   }
-  rc = export_create_lazy(ec->export_name, ec->path, &opts,
-                          ec->opts.read_only || (info.read_only && !ec->snapshot),
-                          ec->opts.sync, out);
-  if (rc == 0 && ec->allow != NULL) {
-    rc = export_allow_parse(ec->allow, &(*out)->allow, why, sizeof why);
-    if (rc < 0) {
-      export_destroy(*out);
-    }
+  (*out)->operator_description = ec->description;
+  if (ec->allow == NULL) {
+    return 0;
   }
+  rc = export_allow_parse(ec->allow, &(*out)->allow, why, sizeof why);
   if (rc < 0) {
+    export_destroy(*out);
     fprintf(stderr, "diskgate serve: %s\n", strerror(-rc));
     return 1;
   }
-  (*out)->format = ec->format;
-  (*out)->snapshot = ec->snapshot;
-  (*out)->operator_description = ec->description;
   return 0;
 }
 

@@ -10,6 +10,14 @@
 #include "server/config_file.h"
 #include "server/export.h"
 
+/* Makes the lazy export (export_create_lazy) of ec, one export's options, over opts (its
+ * backing options with the engine set) and the spec's check `info` (backing_spec_check:
+ * a costly kind's libraries are loaded now; an RBD snapshot is read-only unless under
+ * --snapshot), with ec's format and --snapshot. Returns 0 and *out, or an exit status
+ * after one line on stderr (a library missing, memory). */
+int serve_export_create_lazy(const struct serve_config *ec, const struct backing_options *opts,
+                             const struct backing_spec_info *info, struct export **out);
+
 /* Makes one export per cf->exports[i], each lazy (export_create_lazy: its backing is
  * opened at the first NBD_OPT_GO naming it, so that a thousand exports start at once and
  * cost memory only when used), with its description, allow list and format. cf must
