@@ -39,6 +39,10 @@ static void read_error(struct config_read *r, unsigned line, const char *key, co
   if (r->error[0] != '\0') {
     return;
   }
+  if (r->file == NULL) { /* not a file: a ctl add request */
+    snprintf(r->error, sizeof r->error, "%s: %s", log_escape_str(shown, sizeof shown, key), text);
+    return;
+  }
   snprintf(r->error, sizeof r->error, "%s:%u: %s: %s", log_escape_str(file, sizeof file, r->file),
            line, log_escape_str(shown, sizeof shown, key), text);
 }
@@ -274,7 +278,8 @@ static void config_check_all(struct config_read *r)
   }
 }
 
-int config_file_read(const char *path, struct serve_config *server, struct config_file *out)
+int config_file_read(const char *path, struct serve_config *server, struct config_file *out,
+                     char *err, size_t errsize)
 {
   struct config_read r = {.file = path, .server = server, .cf = out};
   char shown[LOG_SHOWN_MAX];
@@ -282,8 +287,8 @@ int config_file_read(const char *path, struct serve_config *server, struct confi
 
   r.f = fopen(path, "re");
   if (r.f == NULL) {
-    fprintf(stderr, "diskgate serve: cannot read %s: %s\n",
-            log_escape_str(shown, sizeof shown, path), strerror(errno));
+    snprintf(err, errsize, "cannot read %s: %s", log_escape_str(shown, sizeof shown, path),
+             strerror(errno));
     return 2;
   }
   ini_allow_multiline = false; /* one line per key: the reader's count is the key's line */
@@ -299,12 +304,33 @@ int config_file_read(const char *path, struct serve_config *server, struct confi
     config_check_all(&r);
   }
   if (r.error[0] != '\0') {
-    fprintf(stderr, "diskgate serve: %s\n", r.error);
+    snprintf(err, errsize, "%s", r.error);
     config_file_free(out);
     return 2;
   }
   if (!server->tls_given && (server->tls_cert_dir != NULL || server->tls_psk_file != NULL)) {
     server->tls = TLS_MODE_REQUIRE; /* as on the command line */
+  }
+  return 0;
+}
+
+int config_file_export(const char *name, const char *const *keys, const char *const *values,
+                       size_t n, struct config_file *out, char *err, size_t errsize)
+{
+  struct config_read r = {.file = NULL, .cf = out};
+
+  r.line = 1;
+  export_begin(&r, name);
+  for (size_t i = 0; i < n && r.error[0] == '\0'; i++) {
+    (void)config_handler(&r, "export", keys[i], values[i]);
+  }
+  if (r.error[0] == '\0') {
+    section_end(&r);
+  }
+  if (r.error[0] != '\0') {
+    snprintf(err, errsize, "%s", r.error);
+    config_file_free(out);
+    return 2;
   }
   return 0;
 }

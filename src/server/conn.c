@@ -201,6 +201,11 @@ static int request_handle_one(struct conn *c, const struct nbd_export_limits *li
   if (req.type == NBD_CMD_DISC) {
     return 1;
   }
+  if (atomic_load(&c->export->removing)) {
+    /* the export was removed (export_table.h): this request is refused, reading ends */
+    rc = reply_refuse(c, &req, NBD_ESHUTDOWN, "export removed");
+    return rc < 0 ? rc : 1;
+  }
   error = txn_check(c, limits, &req, &payload);
   if (error != NBD_SUCCESS) {
     if (txn_payload_too_large(payload)) {
@@ -267,8 +272,8 @@ void conn_transmission_run(struct conn *c)
   pthread_mutex_lock(&c->lock);
   bool send_failed = c->send_failed;
   pthread_mutex_unlock(&c->lock);
-  if (atomic_load(&c->server->stopping)) {
-    /* shutdown's SHUT_RD ended the reads: nothing the peer did */
+  if (atomic_load(&c->server->stopping) || atomic_load(&c->export->removing)) {
+    /* shutdown's or the export's removal's SHUT_RD ended the reads: nothing the peer did */
   } else if (rc == -ECONNRESET && !send_failed) {
     /* routine (fio, nbdcopy after an error, a killed client): --verbose only */
     log_debug("%s: peer closed the connection without NBD_CMD_DISC", c->peer);

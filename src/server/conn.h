@@ -32,16 +32,19 @@ struct conn {
   struct transport transport;  /* transport.fd is the socket; server.c closes it */
   struct server *server;
   char peer[96];
-  /* negotiated */
+  /* negotiated: the export selected, with a reference on it (export_table.h); set under
+   * server->lock */
   struct export *export;
+  bool removal_stopped;        /* its export's removal stopped its reading; under
+                                  server->lock */
   /* structured_replies, extended_headers and the meta_* fields are option state:
      a successful STARTTLS resets them (spec rule 13) */
   bool structured_replies;     /* also set by extended headers */
   bool extended_headers;
   bool no_zeroes;
   bool block_size_sent;        /* NBD_INFO_BLOCK_SIZE told the client the constraints */
-  struct export *meta_export;  /* the export the last SET_META_CONTEXT named, if it
-                                  selected a context; else NULL */
+  uint64_t meta_export_id;     /* the id of the export the last SET_META_CONTEXT named,
+                                  if it selected a context; else 0 (no export has it) */
   unsigned meta_set;           /* CONN_META_* the last SET_META_CONTEXT selected */
   unsigned meta_contexts;      /* CONN_META_* selected for c->export (transmission) */
   bool meta_context;           /* meta_contexts != 0: BLOCK_STATUS allowed */

@@ -242,6 +242,12 @@ static void parse(struct conn *c)
       reading_stop(c, NULL); /* nothing to log: the client said goodbye */
       break;
     }
+    if (atomic_load(&c->export->removing)) {
+      /* the export was removed (export_table.h): this request is refused, reading ends */
+      refuse(c, &req, NBD_ESHUTDOWN, "export removed");
+      reading_stop(c, NULL);
+      break;
+    }
     error = txn_check(c, &lc->limits, &req, &payload);
     if (error != NBD_SUCCESS) {
       if (txn_payload_too_large(payload)) {
@@ -321,7 +327,7 @@ static void conn_loop_on_recv(struct conn *c, int32_t res)
   if (res <= 0) {
     /* EOF or an RST (a client that closed with SO_LINGER 0): the thread path logs both */
     if ((res == 0 || res == -ECONNRESET) && !lc->send_failed &&
-        !atomic_load(&c->server->stopping)) {
+        !atomic_load(&c->server->stopping) && !atomic_load(&c->export->removing)) {
       reading_stop(c, "peer closed the connection without NBD_CMD_DISC");
     } else {
       reading_stop(c, NULL);

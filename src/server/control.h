@@ -6,7 +6,14 @@
  *   {"command":"list"}                -> {"ok":true,"exports":[{name, path, description,
  *                                         read_only, default, attached, allow}...]}
  *   {"command":"stats","name":NAME?}  -> {"ok":true,"exports":[{name, connections,
- *                                         attached}...]}
+ *                                         attached, metrics?}...]}
+ *   {"command":"add","name":NAME,"path":PATH,"options":{KEY:VALUE...}?}
+ *                                      -> {"ok":true}: the export made as an [export NAME]
+ *                                         section with those keys (diskgate.conf(5)) would
+ *                                         be, published at once (export_table.h)
+ *   {"command":"remove","name":NAME,"force":BOOL?}
+ *                                      -> {"ok":true,"connections":N,"cut":N,"ms":N} once
+ *                                         its clients are drained and its backing closed
  * and for anything else (not JSON, not an object, an unknown command, a line over
  * CONTROL_LINE_MAX bytes, a request cut off by the close) {"ok":false,"error":TEXT} and
  * one log line; an oversized line also closes the connection. */
@@ -15,17 +22,21 @@
 
 struct server;
 struct control;
+struct engine;
 
 /* Bytes of one request line, at most. */
 #define CONTROL_LINE_MAX 65536
+/* Options one `add` may carry, at most. */
+#define CONTROL_ADD_KEYS_MAX 32
 /* Seconds a control client may take to send a request line. */
 #define CONTROL_READ_TIMEOUT_S 5
 
 /* Binds `path` (mode 0600; an existing socket nobody accepts on is replaced) and starts the
- * control-plane thread serving it for server s. Returns 0 and *out, or -errno (-EADDRINUSE:
- * another server accepts there; -EEXIST: the path is not a socket). Main thread, after the
- * server's exports are set. */
-int control_start(const char *path, struct server *s, struct control **out);
+ * control-plane thread serving it for server s, whose added exports use `engine`. Returns
+ * 0 and *out, or -errno (-EADDRINUSE: another server accepts there; -EEXIST: the path is
+ * not a socket). Main thread, after the server's exports are set. */
+int control_start(const char *path, struct server *s, struct engine *engine,
+                  struct control **out);
 
 /* Stops the thread, closes the socket and removes its path. NULL is a no-op. Main thread,
  * before the server is destroyed. */

@@ -38,6 +38,8 @@ static int export_alloc(const char *name, bool read_only, enum sync_mode sync,
     free(e);
     return -ENOMEM;
   }
+  static atomic_uint_least64_t next_id = 1;
+  e->id = atomic_fetch_add(&next_id, 1);
   e->read_only = read_only;
   e->sync = sync;
   e->max_payload = DG_MAX_PAYLOAD;
@@ -46,6 +48,7 @@ static int export_alloc(const char *name, bool read_only, enum sync_mode sync,
   atomic_init(&e->sync_failed, false);
   atomic_init(&e->attached, false);
   atomic_init(&e->attaching, false);
+  atomic_init(&e->removing, false);
   pthread_mutex_init(&e->attach_lock, NULL);
   fence_init(&e->fence);
   *out = e;
@@ -123,6 +126,14 @@ int export_create_lazy(const char *name, const char *spec, const struct backing_
     return -ENOMEM;
   }
   e->opts = *opts;
+  /* copies: a config's strings or a ctl request's go before the export does */
+  e->opts.ceph_conf = opts->ceph_conf != NULL ? strdup(opts->ceph_conf) : NULL;
+  e->opts.ceph_id = opts->ceph_id != NULL ? strdup(opts->ceph_id) : NULL;
+  if ((opts->ceph_conf != NULL && e->opts.ceph_conf == NULL) ||
+      (opts->ceph_id != NULL && e->opts.ceph_id == NULL)) {
+    export_destroy(e);
+    return -ENOMEM;
+  }
   *out = e;
   return 0;
 }
@@ -272,7 +283,14 @@ void export_destroy(struct export *e)
   fence_destroy(&e->fence);
   pthread_mutex_destroy(&e->attach_lock);
   free(e->spec);
+  if (e->spec != NULL) { /* export_create_lazy's copies */
+    free((char *)e->opts.ceph_conf);
+    free((char *)e->opts.ceph_id);
+  }
   free(e->name);
+  free(e->operator_description);
+  free(e->settings);
+  free(e->allow_text);
   export_allow_free(e->allow);
   free(e->description);
   free(e);

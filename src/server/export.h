@@ -2,9 +2,11 @@
 /* export.h: an export, what a client reaches by name: a backing plus its policy (read-only,
  * sync mode) and what the server advertises for it (transmission flags, block sizes).
  * Source: doc/proto.md, "Transmission flags" and "Block size constraints".
- * Exports are created on the main thread before the listeners start and are then read
- * concurrently by every connection; afterwards only the atomic fields change, and a lazy
- * export's backing and geometry, set once by export_attach under attach_lock. */
+ * An export is made on the main thread (at start-up or reload) or the control thread
+ * (`ctl add`), then published in the server's export table (export_table.h) and read
+ * concurrently by every connection; afterwards only the atomic fields change, a lazy
+ * export's backing and geometry (set once by export_attach under attach_lock), and the
+ * fields marked "under the server's lock". */
 #ifndef DISKGATE_SERVER_EXPORT_H
 #define DISKGATE_SERVER_EXPORT_H
 
@@ -30,10 +32,23 @@ struct export_allow;
 struct export {
   char *name;              /* NBD export name (a key, never a path: case C18) */
   char log_name[EXPORT_LOG_NAME_MAX]; /* name escaped for log lines (log_escape) */
+  uint64_t id;             /* unique in the process: no two exports made share it */
   char *description;       /* NBD_INFO_DESCRIPTION; "" until attached; <= NBD_MAX_STRING */
-  const char *operator_description; /* `description =` (config file), or NULL: then the
-                                       backing's; the config owns it */
-  struct export_allow *allow; /* `allow =` (export_allow.h), owned; NULL: every client */
+  /* `description =` (config file, ctl add), owned, or NULL: then the backing's. Under the
+   * server's lock (a reload changes it): read it through export_table_describe. */
+  char *operator_description;
+  /* `allow =` (export_allow.h), owned; NULL: every client. Under the server's lock (a
+   * reload changes it). */
+  struct export_allow *allow;
+  char *allow_text;        /* what `allow =` said, owned, or NULL; under the server's lock */
+  char *settings;          /* what a reload compares (serve_export_settings), owned; or NULL */
+  /* export_table.c, under the server's lock: references held (connections that selected
+   * it, option handlers using it) and whether it left the table */
+  unsigned refs;
+  bool removed;
+  /* set once it left the table: connections stop reading and answer the next request
+   * NBD_ESHUTDOWN (conn_reading_stopped) */
+  atomic_bool removing;
   /* The backing: NULL until attached. Read it only after export_attach returned 0 on the
    * same thread (its acquire pairs with the attaching thread's release). */
   struct backing *backing;
@@ -71,8 +86,7 @@ struct export {
 int export_create(const char *name, struct backing *backing, bool read_only,
                   enum sync_mode sync, struct export **out);
 
-/* Makes an export whose backing (spec, opened with opts; opts' strings must outlive the
- * export; then stacked as e->format and e->snapshot say, which the caller sets before any
+/* Makes an export whose backing (spec, opened with opts; opts' strings are copied; then stacked as e->format and e->snapshot say, which the caller sets before any
  * connection: export_open.h) is opened only by the first export_attach: for backings that are costly to open,
  * such as a Ceph image (nothing expensive happens before some client's NBD_OPT_GO).
  * Returns 0 and *out, or -ENOMEM / -ENAMETOOLONG. Main thread. */
@@ -89,7 +103,8 @@ int export_create_lazy(const char *name, const char *spec, const struct backing_
 int export_attach(struct export *e);
 
 /* The description clients are told (NBD_OPT_LIST, NBD_INFO_DESCRIPTION): the operator's,
- * else the backing's once attached, else "". Any thread. */
+ * else the backing's once attached, else "". Any thread holding the server's lock (the
+ * operator's changes on reload), or before the export is published. */
 const char *export_description(const struct export *e);
 
 /* True once the backing is open. Any thread. */
@@ -100,7 +115,8 @@ bool export_is_attached(const struct export *e);
 uint16_t export_transmission_flags(const struct export *e, bool structured_replies);
 
 /* Frees the group-commit state, closes the backing (if attached) and frees.
- * Main thread, after every connection is gone. */
+ * Main thread (or the thread retiring a removed export: export_table.h), after every
+ * connection using it is gone. */
 void export_destroy(struct export *e);
 
 #endif

@@ -4,6 +4,7 @@
  * file makes the decisions. Runs on the connection's thread with SO_RCVTIMEO as the
  * handshake deadline, which also bounds the TLS handshake after NBD_OPT_STARTTLS. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,7 @@
 #include "nbd/proto.h"
 #include "server/admit.h"
 #include "server/conn.h"
-#include "server/export_allow.h"
+#include "server/export_table.h"
 #include "server/tls.h"
 #include "server/transport.h"
 #include "util/log.h"
@@ -70,10 +71,13 @@ static int send_info(struct conn *c, uint32_t option, const struct export *e,
     n = nbd_info_text_encode(buf, NBD_INFO_NAME, e->name, (uint32_t)strlen(e->name));
     rc = reply_send(c, option, NBD_REP_INFO, buf, (uint32_t)n);
   }
-  if (rc == 0 && req->want_description && export_description(e)[0] != '\0') {
-    n = nbd_info_text_encode(buf, NBD_INFO_DESCRIPTION, export_description(e),
-                             (uint32_t)strlen(export_description(e)));
-    rc = reply_send(c, option, NBD_REP_INFO, buf, (uint32_t)n);
+  if (rc == 0 && req->want_description) {
+    char text[NBD_MAX_STRING + 1];
+    export_table_describe(c->server, e, text, sizeof text); /* a reload may change it */
+    if (text[0] != '\0') {
+      n = nbd_info_text_encode(buf, NBD_INFO_DESCRIPTION, text, (uint32_t)strlen(text));
+      rc = reply_send(c, option, NBD_REP_INFO, buf, (uint32_t)n);
+    }
   }
   c->block_size_sent = req->want_block_size; /* what the last INFO/GO told the client */
   if (rc == 0 && req->want_block_size) {
@@ -90,41 +94,48 @@ static int send_info(struct conn *c, uint32_t option, const struct export *e,
   return rc;
 }
 
-/* True when the client of c may learn of and use e (its allow list, export_allow.h). */
-static bool export_visible(struct conn *c, const struct export *e)
-{
+/* The client of c as an allow list sees it (export_allow.h): storage for
+ * export_table_get's peer. */
+struct conn_peer {
   char names[3][TLS_NAME_MAX];
-  const char *list[4] = {NULL};
+  const char *list[4];
   struct sockaddr_storage ss;
-  socklen_t len = sizeof ss;
+  struct export_peer peer;
+};
+
+static const struct export_peer *conn_peer_get(struct conn *c, struct conn_peer *p)
+{
+  socklen_t len = sizeof p->ss;
   size_t n = 0;
 
-  if (e->allow == NULL) {
-    return true;
-  }
+  memset(p->list, 0, sizeof p->list);
   if (c->transport.tls != NULL) {
-    n = tls_session_peer_names(c->transport.tls, names, 3);
+    n = tls_session_peer_names(c->transport.tls, p->names, 3);
   }
   for (size_t i = 0; i < n; i++) {
-    list[i] = names[i];
+    p->list[i] = p->names[i];
   }
-  if (getpeername(c->transport.fd, (struct sockaddr *)&ss, &len) < 0) {
-    ss.ss_family = AF_UNIX;
+  if (getpeername(c->transport.fd, (struct sockaddr *)&p->ss, &len) < 0) {
+    p->ss.ss_family = AF_UNIX;
   }
-  return export_allow_permits(e->allow, (struct sockaddr *)&ss, list);
+  p->peer.addr = (const struct sockaddr *)&p->ss;
+  p->peer.tls_names = p->list;
+  return &p->peer;
 }
 
-/* server_find_export for this client: an export its allow list refuses is unknown to it,
- * with one log line naming the option. */
+/* export_table_get for this client: an export its allow list refuses is unknown to it,
+ * with one log line naming the option. Returns a reference (export_table_put), or NULL
+ * and *miss. */
 static struct export *conn_find_export(struct conn *c, uint32_t option, const uint8_t *name,
-                                       size_t length)
+                                       size_t length, enum export_miss *miss)
 {
-  struct export *e = server_find_export(c->server, name, length);
+  struct conn_peer p;
+  struct export *e = export_table_get(c->server, name, length, conn_peer_get(c, &p), miss);
 
-  if (e != NULL && !export_visible(c, e)) {
-    log_info("%s: refused export '%s' by its allow list (%s)", c->peer, e->log_name,
-             nbd_option_name(option));
-    return NULL;
+  if (*miss == EXPORT_MISS_REFUSED) {
+    char shown[EXPORT_LOG_NAME_MAX];
+    log_info("%s: refused export '%s' by its allow list (%s)", c->peer,
+             log_escape(shown, sizeof shown, name, length), nbd_option_name(option));
   }
   return e;
 }
@@ -142,14 +153,15 @@ static int option_info_go(struct conn *c, uint32_t option, const uint8_t *payloa
     return reply_error(c, option, NBD_REP_ERR_INVALID,
                        rc == -ENAMETOOLONG ? "export name too long" : "malformed request");
   }
-  e = conn_find_export(c, option, req.name, req.name_length);
+  enum export_miss miss;
+  e = conn_find_export(c, option, req.name, req.name_length, &miss);
   if (e == NULL) {
     static const char msg[] = "unknown export";
     char name[96];
     const char *more;
     /* libnbd's tools ask with NBD_OPT_INFO and then NBD_OPT_GO: the two lines differ. The
      * line names the export, so it stands for reply_error's. */
-    if (server_find_export(c->server, req.name, req.name_length) == NULL && /* else logged */
+    if (miss == EXPORT_MISS_UNKNOWN && /* else logged */
         log_rate_allows(&c->option_refusals, "refusals", &more)) {
       log_info("%s: client asked for unknown export '%s' (%s)%s", c->peer,
                log_escape(name, sizeof name, req.name, req.name_length),
@@ -164,19 +176,20 @@ static int option_info_go(struct conn *c, uint32_t option, const uint8_t *payloa
     /* export_attach has logged why: no second line for the same event */
     static const char msg[] =
         "export unavailable: its backing cannot be opened (see the server log)";
+    export_table_put(c->server, e);
     return reply_send(c, option, NBD_REP_ERR_UNKNOWN, msg, sizeof msg - 1);
   }
   rc = send_info(c, option, e, &req);
-  if (rc < 0) {
-    return rc;
+  if (rc < 0 || option != NBD_OPT_GO) {
+    export_table_put(c->server, e);
+    return rc < 0 ? rc : 0;
   }
-  if (option == NBD_OPT_GO) {
-    c->export = e;
-    c->meta_contexts = c->meta_export == e ? c->meta_set : 0;
-    c->meta_context = c->meta_contexts != 0;
-    return 1;
-  }
-  return 0;
+  pthread_mutex_lock(&c->server->lock); /* a removal looks for its connections under it */
+  c->export = e; /* its reference is the connection's until it ends (server.c) */
+  pthread_mutex_unlock(&c->server->lock);
+  c->meta_contexts = c->meta_export_id == e->id ? c->meta_set : 0;
+  c->meta_context = c->meta_contexts != 0;
+  return 1;
 }
 
 /* The contexts one query names (CONN_META_*): an exact name, or for LIST a namespace
@@ -223,7 +236,7 @@ static int option_meta_context(struct conn *c, uint32_t option, const uint8_t *p
   uint8_t buf[4 + sizeof NBD_META_QEMU_ALLOCATION_DEPTH];
 
   if (set) {
-    c->meta_export = NULL; /* SET replaces the selection, even when it fails */
+    c->meta_export_id = 0; /* SET replaces the selection, even when it fails */
     c->meta_set = 0;
   }
   if (!c->structured_replies) {
@@ -233,10 +246,13 @@ static int option_meta_context(struct conn *c, uint32_t option, const uint8_t *p
   if (nbd_meta_request_decode(payload, length, &m) < 0) {
     return reply_error(c, option, NBD_REP_ERR_INVALID, "malformed metadata context request");
   }
-  e = conn_find_export(c, option, m.name, m.name_length);
+  enum export_miss miss;
+  e = conn_find_export(c, option, m.name, m.name_length, &miss);
   if (e == NULL) {
     return reply_error(c, option, NBD_REP_ERR_UNKNOWN, "unknown export");
   }
+  uint64_t id = e->id;
+  export_table_put(c->server, e); /* only its id is kept: the selection names it */
   if (m.query_count == 0 && !set) {
     selected = CONN_META_BASE | CONN_META_DEPTH; /* LIST with no query lists everything */
   }
@@ -253,7 +269,7 @@ static int option_meta_context(struct conn *c, uint32_t option, const uint8_t *p
     }
   }
   if (set && selected != 0) {
-    c->meta_export = e;
+    c->meta_export_id = id;
     c->meta_set = selected;
   }
   return reply_send(c, option, NBD_REP_ACK, NULL, 0);
@@ -275,7 +291,8 @@ static int option_export_name(struct conn *c, const uint8_t *payload, uint32_t l
     log_info("%s: invalid export name in NBD_OPT_EXPORT_NAME; closing", c->peer);
     return -EINVAL;
   }
-  e = conn_find_export(c, NBD_OPT_EXPORT_NAME, payload, length);
+  enum export_miss miss;
+  e = conn_find_export(c, NBD_OPT_EXPORT_NAME, payload, length, &miss);
   if (e == NULL) {
     log_info("%s: unknown export in NBD_OPT_EXPORT_NAME; closing", c->peer);
     return -ENOENT;
@@ -283,15 +300,19 @@ static int option_export_name(struct conn *c, const uint8_t *payload, uint32_t l
   if (export_attach(e) < 0) {
     log_info("%s: export '%s' unavailable in NBD_OPT_EXPORT_NAME; closing", c->peer,
              e->log_name);
+    export_table_put(c->server, e);
     return -ENOENT;
   }
   rc = admit_commit(c); /* -ECONNABORTED: closed to make room or by the deadline meanwhile */
   if (rc < 0) {
+    export_table_put(c->server, e);
     return rc;
   }
-  c->export = e;
+  pthread_mutex_lock(&c->server->lock); /* a removal looks for its connections under it */
+  c->export = e; /* its reference is the connection's until it ends (server.c) */
+  pthread_mutex_unlock(&c->server->lock);
   /* as after GO: the final SET_META_CONTEXT's selection holds iff it named this export */
-  c->meta_contexts = c->meta_export == e ? c->meta_set : 0;
+  c->meta_contexts = c->meta_export_id == e->id ? c->meta_set : 0;
   c->meta_context = c->meta_contexts != 0;
   c->transmission_flags = export_transmission_flags(e, c->structured_replies);
   n = nbd_export_name_reply_encode(buf, e->backing->geo.size, c->transmission_flags,
@@ -302,25 +323,28 @@ static int option_export_name(struct conn *c, const uint8_t *payload, uint32_t l
 static int option_list(struct conn *c, uint32_t length)
 {
   uint8_t buf[4 + 2 * NBD_MAX_STRING];
+  struct export_listing *l;
+  struct conn_peer p;
+  size_t n;
+  int rc = 0;
 
   if (length != 0) {
     return reply_error(c, NBD_OPT_LIST, NBD_REP_ERR_INVALID, "NBD_OPT_LIST takes no data");
   }
-  for (size_t i = 0; i < c->server->nexports; i++) {
-    const struct export *e = c->server->exports[i];
-    if (!export_visible(c, e)) {
-      continue; /* a client not allowed must not learn the export exists */
-    }
-    /* the description as NBD_INFO_DESCRIPTION gives it (export_description) */
-    const char *details = export_description(e);
-    size_t n = nbd_rep_server_encode(buf, e->name, (uint32_t)strlen(e->name), details,
-                                     (uint32_t)strlen(details));
-    int rc = reply_send(c, NBD_OPT_LIST, NBD_REP_SERVER, buf, (uint32_t)n);
-    if (rc < 0) {
-      return rc;
-    }
+  /* copies taken under the table's lock: a reload may change a description meanwhile;
+   * a client not allowed must not learn the export exists (not listed) */
+  if (export_table_list(c->server, conn_peer_get(c, &p), &l, &n) < 0) {
+    log_warn("%s: out of memory listing the exports; closing", c->peer);
+    return -ENOMEM;
   }
-  return reply_send(c, NBD_OPT_LIST, NBD_REP_ACK, NULL, 0);
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    /* the description as NBD_INFO_DESCRIPTION gives it (export_description) */
+    size_t len = nbd_rep_server_encode(buf, l[i].name, (uint32_t)strlen(l[i].name),
+                                       l[i].description, (uint32_t)strlen(l[i].description));
+    rc = reply_send(c, NBD_OPT_LIST, NBD_REP_SERVER, buf, (uint32_t)len);
+  }
+  export_table_listing_free(l, n);
+  return rc < 0 ? rc : reply_send(c, NBD_OPT_LIST, NBD_REP_ACK, NULL, 0);
 }
 
 /* FORCEDTLS before TLS is up (spec rule 12): true when `option` must be refused with
@@ -359,7 +383,7 @@ static int option_starttls(struct conn *c, uint32_t length)
   /* Spec rule 13: what was negotiated in the clear is forgotten. */
   c->structured_replies = false;
   c->extended_headers = false;
-  c->meta_export = NULL;
+  c->meta_export_id = 0;
   c->meta_set = 0;
   c->meta_contexts = 0;
   c->meta_context = false;

@@ -22,6 +22,8 @@
 #include "nbd/proto.h"
 #include "server/accept_guard.h"
 #include "server/admit.h"
+#include "server/export_table.h"
+#include "server/reload.h"
 #include "server/service.h"
 #include "util/log.h"
 
@@ -302,7 +304,8 @@ static void peer_name(int fd, const struct listener *l, char *out, size_t size)
   snprintf(out, size, "peer#%d", fd);
 }
 
-int listen_run(struct server *s, struct listener *ls, size_t n, int stop_fd)
+int listen_run(struct server *s, struct listener *ls, size_t n, int stop_fd,
+               const struct reload *reload)
 {
   struct pollfd pfd[LISTEN_MAX + 1];
   struct accept_guard guard;
@@ -333,7 +336,7 @@ int listen_run(struct server *s, struct listener *ls, size_t n, int stop_fd)
     pthread_mutex_lock(&s->lock);
     unsigned nconns = s->nconns;
     pthread_mutex_unlock(&s->lock);
-    service_status_tick(s->nexports, nconns);
+    service_status_tick(export_table_count(s), nconns);
     accept_guard_tick(&guard);
     if (ready == 0) {
       continue;
@@ -341,6 +344,11 @@ int listen_run(struct server *s, struct listener *ls, size_t n, int stop_fd)
     if (pfd[n].revents & POLLIN) {
       struct signalfd_siginfo si;
       if (read(stop_fd, &si, sizeof si) == (ssize_t)sizeof si) {
+        if (si.ssi_signo == SIGHUP && reload != NULL) {
+          log_info("signal %d (%s): reloading the config", SIGHUP, strsignal(SIGHUP));
+          reload_apply(reload);
+          continue;
+        }
         rc = (int)si.ssi_signo;
         break;
       }

@@ -10,6 +10,8 @@
 #include "server/server.h"
 #include "util/file_ident.h"
 
+struct reload;
+
 #define LISTEN_MAX 4
 
 struct listener {
@@ -56,8 +58,10 @@ void listen_keep_file(struct listener *l);
  * no longer wait for connections (poll(2) failed other than with EINTR or ENOMEM, which
  * are retried); logs which, in one line. When it cannot take connections (out of
  * descriptors, threads or memory, or at a limit), accept_guard.h and admit.h say what it
- * does. Main thread. */
-int listen_run(struct server *s, struct listener *ls, size_t n, int stop_fd);
+ * does. With `reload` (--config), SIGHUP re-reads the config (reload.h) and the server
+ * goes on. Main thread. */
+int listen_run(struct server *s, struct listener *ls, size_t n, int stop_fd,
+               const struct reload *reload);
 
 /* Closes a listener; for a Unix socket, also removes the socket file if the path still
  * names the one this listener bound (not one that replaced it since) and keep_file is

@@ -32,10 +32,13 @@
 #include "server/metrics_http.h"
 #include "io/loop.h"
 #include "server/pid_file.h"
+#include "server/reload.h"
+#include "server/export_table.h"
 #include "server/reexec.h"
 #include "server/serve_args.h"
 #include "server/service.h"
 #include "server/serve_exports.h"
+#include "server/serve_listeners.h"
 #include "server/server.h"
 #include "server/tls.h"
 #include "server/tls_psk.h"
@@ -204,129 +207,6 @@ static int open_export(const struct serve_config *cfg, struct engine *engine,
   return open_export_stack(cfg, &opts, b, out);
 }
 
-/* Opens every listener; prints nothing on stdout (print_listeners does, once start-up has
- * succeeded), so a failure leaves one line on stderr and nothing on stdout. Returns 0 or
- * an exit status (listeners closed). */
-static int open_listeners(const struct serve_config *cfg, struct listener *ls, size_t *n)
-{
-  char host[256], abs[PATH_MAX];
-  int inherited[LISTEN_MAX];
-  int ninherited = reexec_inherited(inherited, LISTEN_MAX); /* a takeover (reexec.h) */
-  unsigned port;
-  int rc;
-
-  *n = 0;
-  if (ninherited < 0) {
-    fprintf(stderr, "diskgate serve: %s does not name listening sockets\n", REEXEC_FDS_ENV);
-    return 2;
-  }
-  /* systemd's sockets, passed by socket activation or through a restart of a server that
-   * had them: served instead of --listen and --socket (service.h) */
-  rc = ninherited > 0 ? service_listeners_adopt_restart(inherited, (size_t)ninherited, ls)
-                      : service_listeners_take_all(ls, LISTEN_MAX, n);
-  if (rc < 0) {
-    return 2;
-  }
-  if (rc > 0) {
-    *n = (size_t)ninherited;
-    return 0;
-  }
-  if (*n > 0) {
-    return 0;
-  }
-  if (cfg->listen_addr != NULL || cfg->socket_path == NULL) {
-    const char *addr = cfg->listen_addr != NULL ? cfg->listen_addr : "127.0.0.1:10809";
-    rc = listen_parse_address(addr, host, sizeof host, &port);
-    if (rc == 0 && ninherited > 0) {
-      rc = (int)*n < ninherited ? listen_adopt(&ls[*n], inherited[*n], host, NULL) : -EINVAL;
-    } else if (rc == 0) {
-      rc = listen_open_tcp(&ls[*n], host, port);
-    }
-    if (rc < 0) {
-      char shown[LOG_SHOWN_MAX], text[128];
-      fprintf(stderr, "diskgate serve: cannot listen on %s: %s\n",
-              log_escape_str(shown, sizeof shown, addr),
-              rc == -ENOENT   ? "no such host"
-              : rc == -EAGAIN ? "the host name could not be resolved now; try again"
-                              : cli_startup_error(rc, text, sizeof text));
-      return cli_startup_status(rc);
-    }
-    (*n)++;
-  }
-  if (cfg->socket_path != NULL) {
-    if (cfg->socket_path[0] != '/') {
-      if (getcwd(abs, sizeof abs) == NULL ||
-          strlen(abs) + 1 + strlen(cfg->socket_path) >= sizeof abs) {
-        char shown[LOG_SHOWN_MAX];
-        fprintf(stderr, "diskgate serve: socket path %s too long\n",
-                log_escape_str(shown, sizeof shown, cfg->socket_path));
-        rc = -ENAMETOOLONG;
-      } else {
-        strcat(abs, "/");
-        strcat(abs, cfg->socket_path);
-        rc = 0;
-      }
-    } else {
-      rc = snprintf(abs, sizeof abs, "%s", cfg->socket_path) >= (int)sizeof abs ? -ENAMETOOLONG : 0;
-    }
-    if (rc == 0 && ninherited > 0) {
-      rc = (int)*n < ninherited ? listen_adopt(&ls[*n], inherited[*n], NULL, abs) : -EINVAL;
-      if (rc < 0) {
-        fprintf(stderr, "diskgate serve: %s does not match --listen and --socket\n",
-                REEXEC_FDS_ENV);
-      }
-    } else if (rc == 0) {
-      rc = listen_open_unix(&ls[*n], abs);
-      if (rc < 0) {
-        char shown[LOG_SHOWN_MAX], text[128];
-        fprintf(stderr, "diskgate serve: cannot listen on %s: %s\n",
-                log_escape_str(shown, sizeof shown, abs),
-                rc == -EADDRINUSE ? "another server is accepting there"
-                : rc == -EEXIST   ? "the path exists and is not a socket (it is left alone)"
-                                  : cli_startup_error(rc, text, sizeof text));
-      }
-    }
-    if (rc < 0) {
-      for (size_t i = 0; i < *n; i++) {
-        listen_close(&ls[i]);
-      }
-      *n = 0;
-      return cli_startup_status(rc);
-    }
-    (*n)++;
-  }
-  return 0;
-}
-
-/* Opens --metrics' TCP listener into *ml (ml->fd -1 without --metrics). Returns 0, or
- * after one line on stderr the exit status --listen's failures have. */
-static int open_metrics_listener(const struct serve_config *cfg, struct listener *ml)
-{
-  char host[256];
-  unsigned port;
-  int rc;
-
-  ml->fd = -1;
-  if (cfg->metrics_addr == NULL) {
-    return 0;
-  }
-  rc = listen_parse_address(cfg->metrics_addr, host, sizeof host, &port); /* checked */
-  if (rc == 0) {
-    rc = listen_open_tcp(ml, host, port);
-  }
-  if (rc < 0) {
-    char shown[LOG_SHOWN_MAX], text[128];
-    fprintf(stderr, "diskgate serve: cannot serve metrics on %s: %s\n",
-            log_escape_str(shown, sizeof shown, cfg->metrics_addr),
-            rc == -ENOENT   ? "no such host"
-            : rc == -EAGAIN ? "the host name could not be resolved now; try again"
-                            : cli_startup_error(rc, text, sizeof text));
-    ml->fd = -1;
-    return cli_startup_status(rc);
-  }
-  return 0;
-}
-
 /* Prints "diskgate: listening on URI" for `uri` (room for `size` bytes), as nbds when TLS
  * is required. */
 static void print_uri(char *uri, size_t size)
@@ -422,9 +302,10 @@ static void serve_raise_fd_limit(void)
  * that reads them, or -errno. Each one shuts down cleanly (SIGHUP too, as nbdkit does: a closed
  * terminal must not leave the socket file and requests in flight behind), except a SIGHUP
  * that was ignored when diskgate started (nohup): a blocked signal is delivered even when
- * ignored, so it is left out of the mask. SIGPIPE is ignored: sends use MSG_NOSIGNAL,
- * this is for belt and braces. Main thread, before any other thread starts. */
-static int serve_signals_open(void)
+ * ignored, so it is left out of the mask; with `reloads` (--config) SIGHUP re-reads the
+ * config instead (reload.h) and is always read. SIGPIPE is ignored: sends use
+ * MSG_NOSIGNAL, this is for belt and braces. Main thread, before any other thread starts. */
+static int serve_signals_open(bool reloads)
 {
   struct sigaction hup;
   sigset_t mask;
@@ -434,7 +315,7 @@ static int serve_signals_open(void)
   sigaddset(&mask, SIGINT);
   sigaddset(&mask, SIGTERM);
   sigaddset(&mask, SIGUSR2); /* a restart that refuses no connect (reexec.h) */
-  if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler != SIG_IGN) {
+  if (reloads || (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler != SIG_IGN)) {
     sigaddset(&mask, SIGHUP); /* not under nohup: a SIGHUP ignored at start stays ignored */
   }
   pthread_sigmask(SIG_BLOCK, &mask, NULL);
@@ -536,10 +417,10 @@ static int serve_start(const struct serve_config *cfg, const struct config_file 
     status = open_export(cfg, engine, e);
   }
   if (status == 0) {
-    status = open_listeners(cfg, ls, nls);
+    status = serve_listeners_open(cfg, ls, nls);
   }
   if (status == 0) {
-    status = open_metrics_listener(cfg, ml);
+    status = serve_metrics_listener_open(cfg, ml);
   }
   if (status == 0) {
     status = serve_check_fd_room(cfg);
@@ -632,7 +513,8 @@ static int serve_hand_over(const struct serve_config *cfg, char **argv, struct l
  * listeners' lines. Returns 0, or 2 after one line on stderr (the control socket could not
  * be opened). Main thread, before the event loops start. */
 static int serve_publish(struct serve_config *cfg, const struct config_file *cf,
-                         struct server *server, struct export **exports, struct export *e,
+                         struct server *server, struct engine *engine,
+                         struct export **exports, struct export *e,
                          const struct listener *ls, size_t nls, struct control **control)
 {
   int status;
@@ -649,8 +531,9 @@ static int serve_publish(struct serve_config *cfg, const struct config_file *cf,
     server->exports[0] = e;
     server->nexports = 1;
   }
+  server->cap_exports = server->nexports;
   if (cfg->control_path != NULL && (status = control_start(cfg->control_path, server,
-                                                         control)) < 0) {
+                                                         engine, control)) < 0) {
     char shown[LOG_SHOWN_MAX];
     fprintf(stderr, "diskgate serve: cannot open the control socket %s: %s\n",
             log_escape_str(shown, sizeof shown, cfg->control_path),
@@ -687,6 +570,7 @@ int serve_main(int argc, char **argv)
   struct config_file cf = {0};
   struct control *control = NULL;
   size_t nls = 0;
+  struct reload reload = {.server = &server, .engine = NULL};
   enum server_drain drained;
   pid_t new_pid = 0;
   int status, sfd, sig;
@@ -695,8 +579,12 @@ int serve_main(int argc, char **argv)
   if (status >= 0) {
     return status;
   }
-  if (cfg.config_file != NULL && (status = config_file_read(cfg.config_file, &cfg, &cf)) != 0) {
-    return status;
+  if (cfg.config_file != NULL) {
+    char err[CONFIG_ERROR_MAX];
+    if ((status = config_file_read(cfg.config_file, &cfg, &cf, err, sizeof err)) != 0) {
+      fprintf(stderr, "diskgate serve: %s\n", err);
+      return status;
+    }
   }
   /* Request buffers up to 32 MiB come and go with every request: keep them on the heap
    * rather than letting glibc mmap and munmap each large one (a page-fault storm per 1 MiB
@@ -709,7 +597,7 @@ int serve_main(int argc, char **argv)
     config_file_free(&cf);
     return status;
   }
-  sfd = serve_signals_open();
+  sfd = serve_signals_open(cfg.config_file != NULL);
   if (sfd < 0) {
     fprintf(stderr, "diskgate serve: signalfd: %s\n", strerror(-sfd));
     tls_server_teardown();
@@ -743,7 +631,7 @@ int serve_main(int argc, char **argv)
     close(sfd);
     return status;
   }
-  status = serve_publish(&cfg, &cf, &server, exports, e, ls, nls, &control);
+  status = serve_publish(&cfg, &cf, &server, engine, exports, e, ls, nls, &control);
   server.metrics_on = status == 0 && ml.fd >= 0;
   if (server.metrics_on) {
     int rc = metrics_http_start(&server, ml.fd, &metrics); /* takes the socket */
@@ -758,11 +646,14 @@ int serve_main(int argc, char **argv)
   serve_loops_start(&cfg, engine, &server);
   if (status == 0) {
     service_notify_ready();
-    service_status_tick(server.nexports, 0);
+    service_status_tick(export_table_count(&server), 0);
   }
+  reload.config_file = cfg.config_file;
+  reload.engine = engine;
   sig = -1;
   while (status == 0) {
-    sig = listen_run(&server, ls, nls, sfd); /* it logs why it stopped */
+    /* it logs why it stopped; under --config SIGHUP reloads instead (reload.h) */
+    sig = listen_run(&server, ls, nls, sfd, cfg.config_file != NULL ? &reload : NULL);
     if (sig != SIGUSR2) {
       break;
     }
@@ -777,7 +668,8 @@ int serve_main(int argc, char **argv)
     if (serve_hand_over(&cfg, argv, ls, nls, &pid_file, &new_pid) == 0) {
       break;
     }
-    if (cfg.control_path != NULL && control_start(cfg.control_path, &server, &control) < 0) {
+    if (cfg.control_path != NULL &&
+        control_start(cfg.control_path, &server, engine, &control) < 0) {
       log_warn("the control socket could not be opened again; serving without it");
     }
   }
@@ -788,6 +680,9 @@ int serve_main(int argc, char **argv)
   metrics_http_stop(metrics); /* its thread reads the server: before it goes */
   metrics = NULL;
   drained = server_conns_drain(&server);
+  if (drained == SERVER_DRAIN_DONE || drained == SERVER_DRAIN_DROPPED) {
+    export_table_wait_removals(&server); /* their connections are gone: they end now */
+  }
   if (drained == SERVER_DRAIN_ABANDONED || drained == SERVER_DRAIN_ATTACHING) {
     /* A connection thread is blocked (in the backing, or in librados opening the export):
      * it cannot be joined, and exit() would run librados' destructors under it. */

@@ -19,7 +19,7 @@ static const char serve_usage[] =
   "       diskgate serve --config FILE [--verbose]\n"
   "Serve PATH (a raw, qcow2 or ASIF image file, a block device or partition, a\n"
   "character device, or rbd:POOL/IMAGE[@SNAP]) over NBD until SIGINT, SIGTERM or\n"
-  "SIGHUP.\n"
+  "SIGHUP (under --config, SIGHUP re-reads FILE instead).\n"
   "\n"
   "  --format auto|raw|qcow2|asif\n"
   "                         the image's format (default auto: a regular file is probed\n"
@@ -530,6 +530,22 @@ enum serve_key_scope serve_args_key_scope(const char *name)
     }
   }
   return SERVE_KEY_UNKNOWN;
+}
+
+size_t serve_args_export_options(struct option *out, size_t cap)
+{
+  size_t n = 0;
+
+  for (size_t i = 0; longopts[i].name != NULL && n + 1 < cap; i++) {
+    if (name_in(export_keys, longopts[i].name)) {
+      out[n] = longopts[i];
+      out[n].flag = NULL;
+      out[n].val = SERVE_ARGS_EXPORT_OPTION_VAL + (int)n;
+      n++;
+    }
+  }
+  memset(&out[n], 0, sizeof out[n]);
+  return n;
 }
 
 int serve_args_parse_bool(const char *text, bool *out)

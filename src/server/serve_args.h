@@ -4,6 +4,7 @@
 #ifndef DISKGATE_SERVER_SERVE_ARGS_H
 #define DISKGATE_SERVER_SERVE_ARGS_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -64,6 +65,14 @@ enum serve_key_scope serve_args_key_scope(const char *name);
  * or -EINVAL and the reason in err (one line, escaped). Main thread. */
 int serve_args_apply_key(struct serve_config *cfg, const char *name, const char *value,
                          char *err, size_t errsize);
+
+/* The first getopt_long value serve_args_export_options gives (entry i has this + i). */
+#define SERVE_ARGS_EXPORT_OPTION_VAL 0x1000
+
+/* Copies the per-export options (SERVE_KEY_EXPORT) of the command line's table into out
+ * (at most cap - 1, then the all-zero end), for `diskgate ctl add`: entry i returns
+ * SERVE_ARGS_EXPORT_OPTION_VAL + i from getopt_long. Returns how many. Any thread. */
+size_t serve_args_export_options(struct option *out, size_t cap);
 
 /* Parses a config file boolean (true/yes/on/1, false/no/off/0). Returns 0 or -EINVAL. */
 int serve_args_parse_bool(const char *text, bool *out);

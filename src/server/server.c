@@ -16,6 +16,7 @@
 #include "server/admit.h"
 #include "server/conn.h"
 #include "server/conn_loop.h"
+#include "server/export_table.h"
 #include "io/loop.h"
 #include "server/tls.h"
 #include "util/log.h"
@@ -36,17 +37,6 @@ int server_init(struct server *s)
     pthread_mutex_destroy(&s->lock);
   }
   return rc;
-}
-
-struct export *server_find_export(struct server *s, const uint8_t *name, size_t length)
-{
-  for (size_t i = 0; i < s->nexports; i++) {
-    struct export *e = s->exports[i];
-    if (strlen(e->name) == length && memcmp(e->name, name, length) == 0) {
-      return e;
-    }
-  }
-  return length == 0 ? s->default_export : NULL;
 }
 
 static void set_recv_timeout(int fd, unsigned seconds)
@@ -75,6 +65,26 @@ static void conn_linger(int fd)
       return;
     }
     usleep(1000);
+  }
+}
+
+/* The end of a connection to a removed export (export_table.h): EOF after its last reply,
+ * then what it sent that was not read is discarded, so that the close does not reset the
+ * connection (a Unix socket's peer then reads ECONNRESET instead of EOF; a TCP reset drops
+ * replies not acknowledged yet). Reading stopped with SHUT_RD: the peer can add nothing
+ * over a Unix socket, and at most CONN_END_DISCARD_MAX bytes are read. Connection thread. */
+#define CONN_END_DISCARD_MAX (64u << 20)
+static void conn_end_removed(int fd)
+{
+  char sink[16384];
+  size_t discarded = 0;
+  ssize_t n;
+
+  shutdown(fd, SHUT_WR);
+  conn_linger(fd);
+  while (discarded < CONN_END_DISCARD_MAX &&
+         (n = recv(fd, sink, sizeof sink, MSG_DONTWAIT)) > 0) {
+    discarded += (size_t)n;
   }
 }
 
@@ -128,6 +138,8 @@ static void *conn_main(void *arg)
   transport_close(&c->transport, !c->send_failed);
   if (atomic_load(&s->stopping) && !c->send_failed) {
     conn_linger(c->transport.fd);
+  } else if (c->export != NULL && atomic_load(&c->export->removing) && !c->send_failed) {
+    conn_end_removed(c->transport.fd);
   }
   pthread_mutex_lock(&s->lock);
   if (c->prev != NULL) {
@@ -142,6 +154,7 @@ static void *conn_main(void *arg)
   if (c->metrics_export != NULL) { /* its counts stay with the export: totals never drop */
     metrics_counts_fold(&c->metrics_export->metrics.closed, &c->metrics);
   }
+  export_table_put_locked(s, c->export); /* a removal may be waiting for it */
   close(c->transport.fd); /* under the lock: drain never shuts down a reused fd */
   pthread_cond_broadcast(&s->cond);
   pthread_mutex_unlock(&s->lock);

@@ -17,9 +17,12 @@
 struct conn;
 
 struct server {
+  /* The export table (export_table.h), under lock once the listeners run */
   struct export **exports;
   size_t nexports;
+  size_t cap_exports;
   struct export *default_export; /* what the empty name reaches when no export has it */
+  unsigned nremovals;            /* export removals in progress (export_table.c), under lock */
   unsigned handshake_timeout_s; /* seconds a client may take to reach transmission */
   unsigned max_handshakes;      /* connections still negotiating, at most */
   unsigned max_connections;     /* open connections, at most; 0: no limit */
@@ -45,11 +48,6 @@ struct server {
  * CLOCK_MONOTONIC (mono_cond.h: deadlines from mono_cond_deadline), so that a step of the
  * wall clock neither stretches nor cuts them. Returns 0 or -errno. Main thread. */
 int server_init(struct server *s);
-
-/* Looks an export up by its name (`length` bytes, not NUL-terminated): a key into what the
- * operator configured, never a path (case C18); the empty name, when no export has it,
- * reaches s->default_export. Returns NULL when unknown. Any thread. */
-struct export *server_find_export(struct server *s, const uint8_t *name, size_t length);
 
 /* Takes ownership of an accepted socket and serves it on a new thread. `peer` names it in
  * logs. Room is made under the limits first (admit.h: the connection negotiating longest
@@ -101,7 +99,8 @@ enum server_drain {
  * through an export that never opened). Main thread, after the listeners closed. */
 enum server_drain server_conns_drain(struct server *s);
 
-/* Frees the exports and the server's state. Main thread, after server_conns_drain. */
+/* Frees the exports and the server's state. Main thread, after server_conns_drain and
+ * export_table_wait_removals. */
 void server_destroy(struct server *s);
 
 #endif
