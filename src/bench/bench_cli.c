@@ -62,7 +62,7 @@ void bench_cli_usage(FILE *out)
         "images, and writes a Markdown table, a JSON file with every run, and an SVG chart\n"
         "(see docs/lab.md).\n"
         "\n"
-        "  --profile quick|seeds|sync|rbd|peers|scaling|collapse|qcow2|asif|metrics|all\n"
+        "  --profile quick|seeds|sync|rbd|peers|scaling|collapse|qcow2|asif|metrics|gateway|all\n"
         "                      what to run (default: quick); peers: the performance targets T1-T6 against qemu-nbd,\n"
         "                      nbdkit and the host path, with a PASS/FAIL table; scaling: 4K\n"
         "                      random reads over 1-64 connections x iodepth 1-128; qcow2: the\n"
@@ -70,7 +70,9 @@ void bench_cli_usage(FILE *out)
         "                      targets A1-A2, diskgate --format asif against the same bytes raw;\n"
         "                      collapse: target C1, 4K random writes from 4, 16 and 32\n"
         "                      connections into one file (--cache writeback)\n"
-        "                      metrics: the target M1, --metrics on against off\n"
+        "                      metrics: the target M1, --metrics on against off;\n"
+        "                      gateway: targets G1-G2, one diskgate serving 100 exports\n"
+        "                      against 100 qemu-nbd, and its fairness over 500 connections\n"
         "  --configs LIST      rows: comma-separated names or patterns (e.g. 'host,diskgate-unix-*')\n"
         "  --workloads LIST    columns: comma-separated names or patterns\n"
         "  --runs N            runs per cell, taken in rounds over all rows; the table shows\n"
@@ -80,13 +82,14 @@ void bench_cli_usage(FILE *out)
         "  --ramp SECONDS      unmeasured warm-up before each run (default: runtime / 5, 0.5-2)\n"
         "  --size BYTES        test file (and RBD image) size, suffixes K/M/G (default: quick\n"
         "                      256M, seeds, rbd, peers, scaling, collapse, qcow2 and metrics 1G,\n"
-        "                      sync and all 2G, asif 4G)\n"
+        "                      sync and all 2G, asif 4G, gateway 64M: each export a copy)\n"
         "  --copy-size BYTES   bytes in the copy test's file tree (default: size / 2, at most 1G)\n"
         "  --dir DIR           where the test file lives (default: a new folder under\n"
         "                      /var/tmp, removed afterwards)\n"
         "  --out DIR           where bench.md, bench.json and bench.svg go (default: bench-out,\n"
         "                      git-ignored in the source tree)\n"
-        "  --keep              keep the test file, the copy tree and the ASIF image\n"
+        "  --keep              keep the test file, the copy tree, the ASIF image and the\n"
+        "                      gateway's export files\n"
         "  --ceph-conf PATH    rbd rows: use the cluster of this ceph.conf (client.admin) instead\n"
         "                      of starting a throw-away one (scripts/ceph-cluster.sh)\n"
         "  --rbd-image POOL/IMAGE  rbd rows: the image the lab creates, fills, measures and\n"
@@ -305,7 +308,7 @@ static int cli_finish_opts(struct bench_opts *opts, const struct cli_deferred *d
 {
   if (bench_profiles_apply(d->profile, opts) < 0) {
     return bad(err, "unknown profile '%s' (quick, seeds, sync, rbd, peers, scaling, collapse, "
-               "qcow2, asif, metrics or all)",
+               "qcow2, asif, metrics, gateway or all)",
                d->profile);
   }
   if (d->size != NULL) {

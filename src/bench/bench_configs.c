@@ -122,6 +122,17 @@ static const struct bench_config configs[] = {
     "fully written ASIF image (1 MiB chunks in a shuffled order), fio nbd engine over unix",
     BENCH_CFG_ASIF, BENCH_SERVER_DISKGATE, BENCH_TRANSPORT_UNIX, "full", "direct", 0,
     BENCH_GUEST_FILE, false, NULL, BENCH_IMAGE_ASIF_FULL },
+  /* gateway rows (bench_gateway.h): 100 exports, each a 64 MiB copy of the test file's head */
+  { "diskgate-gateway",
+    "one diskgate serve --config with 100 exports (--cache direct --sync full) on one Unix "
+    "socket, fio nbd engine",
+    BENCH_CFG_GATEWAY, BENCH_SERVER_DISKGATE, BENCH_TRANSPORT_UNIX, "full", "direct", 0,
+    BENCH_GUEST_FILE, false, NULL, BENCH_IMAGE_NONE },
+  { "qemu-nbd-gateway",
+    "100 qemu-nbd --cache=none --aio=io_uring, one per export, each on its own Unix socket, "
+    "fio nbd engine",
+    BENCH_CFG_GATEWAY, BENCH_SERVER_QEMU_NBD, BENCH_TRANSPORT_UNIX, NULL, NULL, 0,
+    BENCH_GUEST_FILE, false, NULL, BENCH_IMAGE_NONE },
   GUEST("guest-virtio-file", "guest: virtio-blk on the raw file, cache=none (the guest 100% line)",
         BENCH_GUEST_FILE, BENCH_SERVER_NONE, false, "cache=none"),
   GUEST("guest-virtio-loop", "guest: virtio-blk on the loop device (4096-byte sectors), cache=none",
@@ -179,6 +190,9 @@ bool bench_configs_applies(const struct bench_config *cfg, const struct bench_wo
              (wl->kind == BENCH_WL_COPY || wl->fsync ||
               (wl->rw != NULL && (strstr(wl->rw, "write") != NULL || strstr(wl->rw, "rw") != NULL)))) {
     reason = "an ASIF image is served read-only";
+  } else if ((cfg->kind == BENCH_CFG_GATEWAY) != (wl->exports > 0)) {
+    reason = cfg->kind == BENCH_CFG_GATEWAY ? "a gateway row runs the gateway jobs only"
+                                            : "a gateway job runs on the gateway rows only";
   } else if (cfg->kind == BENCH_CFG_GUEST && cfg->backing == BENCH_GUEST_9P && !wl->large_seq) {
     reason = "the shared-folder row runs the large sequential jobs only";
   }
@@ -206,6 +220,7 @@ enum bench_group bench_configs_group(const struct bench_config *cfg)
   case BENCH_CFG_HOST_DEV:
   case BENCH_CFG_NBD:
   case BENCH_CFG_ASIF: /* the test file's bytes: a share of `host` means what it does for raw */
+  case BENCH_CFG_GATEWAY:
     break;
   }
   return BENCH_GROUP_HOST;

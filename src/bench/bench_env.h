@@ -34,6 +34,7 @@ struct bench_env {
   bool rbd_ready;          /* rbd rows: the image is created and filled */
   unsigned qcow2_made;     /* qcow2 rows: one bit per image file of bench_qcow2.c in dir */
   bool asif_made;          /* ASIF rows: bench_asif.c's image is in dir */
+  unsigned gateway_made;   /* gateway rows: export files bench_gateway.c began in dir */
 };
 
 /* Fills *env for opts without touching anything: checks that --dir is a directory with room

@@ -19,9 +19,13 @@ struct bench_fio_target {
   uint64_t size;        /* bytes of the target the job may touch */
   bool buffered;        /* through the page cache (direct=0) instead of O_DIRECT */
   bool batched;         /* submit the whole queue at once, reap at least half of it */
+  const char *const *uris; /* nbd engine over many exports: one URI each (uri unused) */
+  size_t nuris;            /* their number; 0 for one target */
 };
 
-/* Writes a fio job file for workload wl (a [global] section and one job named wl->name):
+/* Writes a fio job file for workload wl (a [global] section and one job named wl->name, or
+ * for a target of nuris exports one job section WL-NNN per export, each its own group of
+ * wl->numjobs connections):
  * direct=1 (0 for a buffered target), threads (so /proc/<fio>/stat holds every job's CPU
  * time), time_based with runtime_s seconds after a ramp of ramp_s seconds, percentiles
  * 50/90/99/99.9, wl->numjobs jobs reported as one. A workload with fsync asks for a sync
@@ -33,13 +37,14 @@ int bench_fio_write_job(FILE *f, const struct bench_workload *wl, const struct b
 
 /* Runs one fio run of wl against t: writes the job into the private directory, runs
  * `fio --output-format=json --output=<out>/raw/<tag>.json`, and reads the CPU time of fio and
- * of server_pid (when > 0) from /proc at the end of the ramp and when fio exits, and the
- * server's VmRSS four times a second (s->rss_max_kib, s->rss_growth_kib) and its VmHWM when
- * fio ends (s->hwm_kib). Fills *s
+ * of the nservers server processes (summed; none when 0) from /proc at the end of the ramp
+ * and when fio exits, and the servers' summed VmRSS four times a second (s->rss_max_kib,
+ * s->rss_growth_kib) and summed VmHWM when fio ends (s->hwm_kib). A target of many exports
+ * fills the per-export figures too (bench_json_fill_sample_exports). Fills *s
  * (s->ok on success). fio's stderr is appended to <out>/logs/fio.log. Returns 0 or -errno
  * (-EIO when fio failed or its output did not parse; -EINTR when interrupted). */
 int bench_fio_run(const struct bench_env *env, const struct bench_workload *wl,
-                  const struct bench_fio_target *t, pid_t server_pid, const char *tag,
-                  struct bench_sample *s);
+                  const struct bench_fio_target *t, const pid_t *servers, size_t nservers,
+                  const char *tag, struct bench_sample *s);
 
 #endif

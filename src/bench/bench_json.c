@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bench/bench_json.h"
+#include "bench/bench_stats.h"
 #include "bench/bench_util.h"
 
 #define MARK BENCH_GUEST_MARK
@@ -65,96 +66,162 @@ static const char *json_start(const char *text, size_t len)
   return NULL;
 }
 
-int bench_json_parse_fio(const char *text, size_t len, const char *jobname,
-                         struct bench_fio_result *out)
+/* Fills *out with the figures of fio job object `job`. */
+static void job_fill(const cJSON *job, struct bench_fio_result *out)
 {
-  const char *start = json_start(text, len);
-  const cJSON *jobs, *job, *found = NULL;
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(job, "jobname");
   const cJSON *sync;
-  cJSON *root;
 
   memset(out, 0, sizeof(*out));
+  if (cJSON_IsString(name)) {
+    bench_fmt(out->jobname, sizeof(out->jobname), "%s", name->valuestring);
+  }
+  out->error = (int)json_number(job, "error");
+  out->runtime_ms = json_number(job, "job_runtime");
+  out->sys_cpu_pct = json_number(job, "sys_cpu");
+  json_dir(job, "read", &out->read_iops, &out->read_bw, &out->read_ios, &out->read_p99_ns,
+           &out->read_p50_ns);
+  json_dir(job, "write", &out->write_iops, &out->write_bw, &out->write_ios,
+           &out->write_p99_ns, &out->write_p50_ns);
+  sync = cJSON_GetObjectItemCaseSensitive(job, "sync");
+  out->sync_ios = json_number(sync, "total_ios");
+  out->sync_p99_ns = json_p99(cJSON_GetObjectItemCaseSensitive(sync, "lat_ns"));
+}
+
+/* Parses the fio JSON object in text[0..len) (after any lines that precede it) and returns
+ * it with *jobs set to its "jobs" array, or NULL when there is no such object. */
+static cJSON *jobs_parse(const char *text, size_t len, const cJSON **jobs)
+{
+  const char *start = json_start(text, len);
+  cJSON *root;
+
   if (start == NULL) {
-    return -EINVAL;
+    return NULL;
   }
   root = cJSON_ParseWithLengthOpts(start, len - (size_t)(start - text), NULL, false);
   if (root == NULL) {
-    return -EINVAL;
+    return NULL;
   }
-  jobs = cJSON_GetObjectItemCaseSensitive(root, "jobs");
-  if (!cJSON_IsArray(jobs)) {
+  *jobs = cJSON_GetObjectItemCaseSensitive(root, "jobs");
+  if (!cJSON_IsArray(*jobs)) {
     cJSON_Delete(root);
+    return NULL;
+  }
+  return root;
+}
+
+int bench_json_parse_fio(const char *text, size_t len, const char *jobname,
+                         struct bench_fio_result *out)
+{
+  const cJSON *jobs = NULL, *job;
+  cJSON *root = jobs_parse(text, len, &jobs);
+
+  memset(out, 0, sizeof(*out));
+  if (root == NULL) {
     return -EINVAL;
   }
   cJSON_ArrayForEach(job, jobs) {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(job, "jobname");
 
     if (jobname == NULL || (cJSON_IsString(name) && strcmp(name->valuestring, jobname) == 0)) {
-      found = job;
-      break;
+      job_fill(job, out);
+      cJSON_Delete(root);
+      return 0;
     }
   }
-  if (found == NULL) {
-    cJSON_Delete(root);
-    return -ENOENT;
-  }
-  {
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(found, "jobname");
-
-    if (cJSON_IsString(name)) {
-      bench_fmt(out->jobname, sizeof(out->jobname), "%s", name->valuestring);
-    }
-  }
-  out->error = (int)json_number(found, "error");
-  out->runtime_ms = json_number(found, "job_runtime");
-  out->sys_cpu_pct = json_number(found, "sys_cpu");
-  json_dir(found, "read", &out->read_iops, &out->read_bw, &out->read_ios, &out->read_p99_ns,
-           &out->read_p50_ns);
-  json_dir(found, "write", &out->write_iops, &out->write_bw, &out->write_ios,
-           &out->write_p99_ns, &out->write_p50_ns);
-  sync = cJSON_GetObjectItemCaseSensitive(found, "sync");
-  out->sync_ios = json_number(sync, "total_ios");
-  out->sync_p99_ns = json_p99(cJSON_GetObjectItemCaseSensitive(sync, "lat_ns"));
   cJSON_Delete(root);
-  return 0;
+  return -ENOENT;
 }
 
-int bench_json_parse_fio_file(const char *path, const char *jobname, struct bench_fio_result *out)
+int bench_json_parse_fio_jobs(const char *text, size_t len, struct bench_fio_result *out,
+                              size_t max, size_t *n)
+{
+  const cJSON *jobs = NULL, *job;
+  cJSON *root = jobs_parse(text, len, &jobs);
+  int rc = 0;
+
+  *n = 0;
+  if (root == NULL) {
+    return -EINVAL;
+  }
+  cJSON_ArrayForEach(job, jobs) {
+    if (*n == max) {
+      rc = -E2BIG;
+      break;
+    }
+    job_fill(job, &out[(*n)++]);
+  }
+  cJSON_Delete(root);
+  return rc == 0 && *n == 0 ? -EINVAL : rc;
+}
+
+/* Reads the whole file at `path` into a malloc'ed *buf of *len bytes. Returns 0 or -errno. */
+static int read_whole(const char *path, char **buf, size_t *len)
 {
   FILE *f = fopen(path, "rb");
-  char *buf = NULL;
-  size_t len = 0, cap = 0;
+  size_t cap = 0;
   int rc;
 
-  memset(out, 0, sizeof(*out));
+  *buf = NULL;
+  *len = 0;
   if (f == NULL) {
     return -errno;
   }
   for (;;) {
     size_t got;
 
-    if (cap - len < 4096) {
+    if (cap - *len < 4096) {
       size_t ncap = cap == 0 ? 65536 : cap * 2;
-      char *nbuf = realloc(buf, ncap);
+      char *nbuf = realloc(*buf, ncap);
 
       if (nbuf == NULL) {
-        free(buf);
+        free(*buf);
+        *buf = NULL;
         fclose(f);
         return -ENOMEM;
       }
-      buf = nbuf;
+      *buf = nbuf;
       cap = ncap;
     }
-    got = fread(buf + len, 1, cap - len, f);
-    len += got;
+    got = fread(*buf + *len, 1, cap - *len, f);
+    *len += got;
     if (got == 0) {
       break;
     }
   }
   rc = ferror(f) ? -EIO : 0;
   fclose(f);
+  if (rc < 0) {
+    free(*buf);
+    *buf = NULL;
+  }
+  return rc;
+}
+
+int bench_json_parse_fio_file(const char *path, const char *jobname, struct bench_fio_result *out)
+{
+  char *buf;
+  size_t len;
+  int rc = read_whole(path, &buf, &len);
+
+  memset(out, 0, sizeof(*out));
   if (rc == 0) {
     rc = bench_json_parse_fio(buf, len, jobname, out);
+  }
+  free(buf);
+  return rc;
+}
+
+int bench_json_parse_fio_jobs_file(const char *path, struct bench_fio_result *out, size_t max,
+                                   size_t *n)
+{
+  char *buf;
+  size_t len;
+  int rc = read_whole(path, &buf, &len);
+
+  *n = 0;
+  if (rc == 0) {
+    rc = bench_json_parse_fio_jobs(buf, len, out, max, n);
   }
   free(buf);
   return rc;
@@ -182,6 +249,46 @@ void bench_json_fill_sample(const struct bench_fio_result *f, const struct bench
     s->value = (f->read_bw + f->write_bw) / (1024.0 * 1024.0);
     break;
   }
+}
+
+void bench_json_fill_sample_exports(const struct bench_fio_result *jobs, size_t n,
+                                    const struct bench_workload *wl, struct bench_sample *s)
+{
+  struct bench_fio_result sum;
+  double iops[BENCH_JSON_MAX_JOBS];
+  double kernel_ms = 0; /* fio's kernel CPU over every job, ms */
+
+  memset(&sum, 0, sizeof(sum));
+  n = n < BENCH_JSON_MAX_JOBS ? n : BENCH_JSON_MAX_JOBS;
+  for (size_t i = 0; i < n; i++) {
+    const struct bench_fio_result *j = &jobs[i];
+
+    sum.read_iops += j->read_iops;
+    sum.write_iops += j->write_iops;
+    sum.read_bw += j->read_bw;
+    sum.write_bw += j->write_bw;
+    sum.read_ios += j->read_ios;
+    sum.write_ios += j->write_ios;
+    sum.sync_ios += j->sync_ios;
+    sum.runtime_ms = j->runtime_ms > sum.runtime_ms ? j->runtime_ms : sum.runtime_ms;
+    sum.read_p99_ns = j->read_p99_ns > sum.read_p99_ns ? j->read_p99_ns : sum.read_p99_ns;
+    sum.write_p99_ns = j->write_p99_ns > sum.write_p99_ns ? j->write_p99_ns : sum.write_p99_ns;
+    sum.read_p50_ns = j->read_p50_ns > sum.read_p50_ns ? j->read_p50_ns : sum.read_p50_ns;
+    sum.write_p50_ns = j->write_p50_ns > sum.write_p50_ns ? j->write_p50_ns : sum.write_p50_ns;
+    sum.sync_p99_ns = j->sync_p99_ns > sum.sync_p99_ns ? j->sync_p99_ns : sum.sync_p99_ns;
+    kernel_ms += j->sys_cpu_pct / 100.0 * j->runtime_ms;
+    iops[i] = j->read_iops + j->write_iops;
+  }
+  /* fill_sample reads sys_cpu as a share of runtime_ms: the sum's share of the longest */
+  sum.sys_cpu_pct = sum.runtime_ms > 0 ? 100.0 * kernel_ms / sum.runtime_ms : 0.0;
+  bench_json_fill_sample(&sum, wl, s);
+  s->export_min_iops = n > 0 ? iops[0] : 0.0;
+  s->export_max_iops = n > 0 ? iops[0] : 0.0;
+  for (size_t i = 1; i < n; i++) {
+    s->export_min_iops = iops[i] < s->export_min_iops ? iops[i] : s->export_min_iops;
+    s->export_max_iops = iops[i] > s->export_max_iops ? iops[i] : s->export_max_iops;
+  }
+  s->export_median_iops = bench_stats_median(iops, n);
 }
 
 int bench_json_parse_guest_output(const char *text, const struct bench_workload *const *wls,

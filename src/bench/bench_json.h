@@ -30,6 +30,22 @@ struct bench_fio_result {
 int bench_json_parse_fio(const char *text, size_t len, const char *jobname,
                          struct bench_fio_result *out);
 
+/* The most jobs bench_json_parse_fio_jobs() is given room for by the lab (the exports of a
+ * gateway row, bench_gateway.h, with room to spare). */
+#define BENCH_JSON_MAX_JOBS 256
+
+/* Parses fio's JSON output in text[0..len) as bench_json_parse_fio() does and fills
+ * out[0..max) with every job in fio's order (with group_reporting, one per group); *n is
+ * their number. Returns 0, -EINVAL when the text holds no fio JSON object or no job, -E2BIG
+ * when it holds more than max (the first max are filled). */
+int bench_json_parse_fio_jobs(const char *text, size_t len, struct bench_fio_result *out,
+                              size_t max, size_t *n);
+
+/* Reads the file at `path` and parses it as bench_json_parse_fio_jobs() does. Returns 0,
+ * -errno when the file cannot be read, or the parser's error. */
+int bench_json_parse_fio_jobs_file(const char *path, struct bench_fio_result *out, size_t max,
+                                   size_t *n);
+
 /* Reads the file at `path` and parses it as bench_json_parse_fio() does. Returns 0, -errno
  * when the file cannot be read, or the parser's error. */
 int bench_json_parse_fio_file(const char *path, const char *jobname, struct bench_fio_result *out);
@@ -39,6 +55,14 @@ int bench_json_parse_fio_file(const char *path, const char *jobname, struct benc
  * wall time are left alone. */
 void bench_json_fill_sample(const struct bench_fio_result *f, const struct bench_workload *wl,
                             struct bench_sample *s);
+
+/* Fills sample *s from the n jobs of a gateway run (at most BENCH_JSON_MAX_JOBS are read),
+ * each the group of one export's connections: IOPS, MB/s and I/Os summed over them, fio's
+ * kernel CPU per I/O over them all, p50 and p99 the worst export's, the value in wl's unit;
+ * and the least, the median and the most IOPS of one export (export_*_iops). CPU figures
+ * and the wall time are left alone. */
+void bench_json_fill_sample_exports(const struct bench_fio_result *jobs, size_t n,
+                                    const struct bench_workload *wl, struct bench_sample *s);
 
 /* The prefix of the marker lines the guest's task prints around and after its fio runs. */
 #define BENCH_GUEST_MARK "@@DGB-"

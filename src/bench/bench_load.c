@@ -242,6 +242,9 @@ static void load_run(const cJSON *o, struct bench_sample *s)
   s->cpu_client_s = num(o, "cpu_client_s");
   s->cpu_per_kio = num(o, "cpu_per_unit");
   s->seconds = num(o, "seconds");
+  s->export_min_iops = num(o, "export_min_iops"); /* 0 when absent: not a gateway run */
+  s->export_median_iops = num(o, "export_median_iops");
+  s->export_max_iops = num(o, "export_max_iops");
   str(o, "raw", s->raw, sizeof(s->raw));
 }
 

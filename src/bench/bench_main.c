@@ -13,6 +13,7 @@
 #include "bench/bench_configs.h"
 #include "bench/bench_copy.h"
 #include "bench/bench_env.h"
+#include "bench/bench_gateway.h"
 #include "bench/bench_guest.h"
 #include "bench/bench_load.h"
 #include "bench/bench_machine.h"
@@ -153,7 +154,7 @@ static void list_all(FILE *out)
             bench_workloads_unit_label(wls[i].unit));
   }
   fputs("Profiles (--profile): quick, seeds, sync, rbd, peers, scaling, collapse, qcow2, asif,\n"
-        "  metrics, all\n",
+        "  metrics, gateway, all\n",
         out);
 }
 
@@ -287,11 +288,12 @@ static size_t drop_unusable_image_rows(struct bench_results *r, const struct ben
   return kept;
 }
 
-/* The test file, the copy tree and the RBD image, as the selected cells need them. A failed
- * RBD setup is not fatal: the RBD rows then fail (see bench_run.c), the others run. */
+/* The test file, the gateway rows' export files, the copy tree and the RBD image, as the
+ * selected cells need them. A failed RBD setup is not fatal: the RBD rows then fail (see
+ * bench_run.c), the others run. */
 static int prepare_data(struct bench_env *env, struct bench_results *r)
 {
-  bool rbd = false;
+  bool rbd = false, gateway = false;
   int rc;
 
   if (env->need_file) {
@@ -302,6 +304,15 @@ static int prepare_data(struct bench_env *env, struct bench_results *r)
       if (rc != -EINTR) {
         fprintf(stderr, "diskgate bench: cannot write %s: %s\n", env->file, strerror(-rc));
       }
+      return rc;
+    }
+  }
+  for (size_t c = 0; c < r->nconfigs; c++) {
+    gateway |= r->configs[c]->kind == BENCH_CFG_GATEWAY;
+  }
+  if (gateway) {
+    rc = bench_gateway_files(env);
+    if (rc < 0) {
       return rc;
     }
   }
@@ -489,6 +500,7 @@ static int lab_run(int argc, char **argv, struct bench_results *r)
   bench_rbd_cleanup(&env);
   bench_qcow2_cleanup(&env);
   bench_asif_cleanup(&env);
+  bench_gateway_cleanup(&env);
   r->elapsed_s = bench_proc_now() - t0;
   r->tree_bytes = env.tree_bytes;
   r->tree_files = env.tree_files;

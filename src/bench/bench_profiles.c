@@ -73,6 +73,12 @@ static const struct profile profiles[] = {
    * rounds: interleaved, so that a busy machine's drift hits both rows alike */
   { "metrics", "diskgate-unix-direct-full,diskgate-metrics-unix-direct-full", "randread-4k",
     7, 5, 1ull << 30 },
+  /* gateway: one diskgate serving 100 exports from a config file beside 100 qemu-nbd, one
+   * per export, by 4K random reads from 1 connection per export; and 5 connections per
+   * export into the diskgate alone; the targets G1-G2 (bench_targets_gateway.h). The test
+   * file is the exports' 64 MiB */
+  { "gateway", "diskgate-gateway,qemu-nbd-gateway",
+    "gateway-randread-4k-1c,gateway-randread-4k-5c", 3, 10, 64ull << 20 },
   { "all", "*", "*", 3, 10, 2ull << 30 },
 };
 

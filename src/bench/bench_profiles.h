@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* bench_profiles.h: the profiles (quick, seeds, sync, rbd, peers, scaling,
- * qcow2, all) and the selection of rows and
- * columns from --configs / --workloads. Main thread only. */
+/* bench_profiles.h: the profiles (quick, seeds, sync, rbd, peers, scaling, collapse, qcow2,
+ * asif, metrics, gateway, all) and the selection of rows and columns from --configs /
+ * --workloads. Main thread only. */
 #ifndef DISKGATE_BENCH_PROFILES_H
 #define DISKGATE_BENCH_PROFILES_H
 

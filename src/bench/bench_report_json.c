@@ -43,6 +43,8 @@ static const char *kind_name(enum bench_cfg_kind k)
     return "qcow2";
   case BENCH_CFG_ASIF:
     return "asif";
+  case BENCH_CFG_GATEWAY:
+    return "gateway";
   }
   return "";
 }
@@ -145,6 +147,11 @@ static cJSON *run_json(const struct bench_sample *s)
   cJSON_AddNumberToObject(o, "cpu_client_s", s->cpu_client_s);
   cJSON_AddNumberToObject(o, "cpu_per_unit", s->cpu_per_kio);
   cJSON_AddNumberToObject(o, "seconds", s->seconds);
+  if (s->export_median_iops > 0) { /* a gateway run's exports */
+    cJSON_AddNumberToObject(o, "export_min_iops", s->export_min_iops);
+    cJSON_AddNumberToObject(o, "export_median_iops", s->export_median_iops);
+    cJSON_AddNumberToObject(o, "export_max_iops", s->export_max_iops);
+  }
   cJSON_AddStringToObject(o, "raw", s->raw);
   return o;
 }

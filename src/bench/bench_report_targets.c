@@ -9,6 +9,7 @@
 #include "bench/bench_targets.h"
 #include "bench/bench_targets_asif.h"
 #include "bench/bench_targets_collapse.h"
+#include "bench/bench_targets_gateway.h"
 #include "bench/bench_targets_metrics.h"
 #include "bench/bench_targets_qcow2.h"
 #include "bench/bench_variants.h"
@@ -18,7 +19,7 @@ bool bench_report_targets_wanted(const struct bench_results *r)
   if (r->opts.profile == NULL ||
       (strcmp(r->opts.profile, "peers") != 0 && strcmp(r->opts.profile, "qcow2") != 0 &&
        strcmp(r->opts.profile, "asif") != 0 && strcmp(r->opts.profile, "collapse") != 0 &&
-       strcmp(r->opts.profile, "metrics") != 0)) {
+       strcmp(r->opts.profile, "metrics") != 0 && strcmp(r->opts.profile, "gateway") != 0)) {
     return false;
   }
   for (size_t c = 0; c < r->nconfigs; c++) {
@@ -30,7 +31,8 @@ bool bench_report_targets_wanted(const struct bench_results *r)
 }
 
 /* The run's targets: the qcow2 profile's Q1-Q4, the asif profile's A1-A2, the collapse
- * profile's C1, the metrics profile's M1, else the peers profile's T1-T6. */
+ * profile's C1, the metrics profile's M1, the gateway profile's G1-G2, else the peers
+ * profile's T1-T6. */
 static size_t targets_eval(const struct bench_results *r, struct bench_target_row *rows)
 {
   if (strcmp(r->opts.profile, "qcow2") == 0) {
@@ -44,6 +46,9 @@ static size_t targets_eval(const struct bench_results *r, struct bench_target_ro
   }
   if (strcmp(r->opts.profile, "metrics") == 0) {
     return bench_targets_metrics_eval(r, rows, BENCH_TARGETS_MAX_ROWS);
+  }
+  if (strcmp(r->opts.profile, "gateway") == 0) {
+    return bench_targets_gateway_eval(r, rows, BENCH_TARGETS_MAX_ROWS);
   }
   return bench_targets_eval(r, rows, BENCH_TARGETS_MAX_ROWS);
 }

@@ -10,6 +10,7 @@
 #include "bench/bench_configs.h"
 #include "bench/bench_copy.h"
 #include "bench/bench_fio.h"
+#include "bench/bench_gateway.h"
 #include "bench/bench_guest.h"
 #include "bench/bench_proc.h"
 #include "bench/bench_qcow2.h"
@@ -18,6 +19,7 @@
 #include "bench/bench_run.h"
 #include "bench/bench_server.h"
 #include "bench/bench_targets.h"
+#include "bench/bench_targets_gateway.h"
 #include "bench/bench_targets_qcow2.h"
 #include "bench/bench_variants.h"
 #include "bench/bench_util.h"
@@ -40,10 +42,11 @@ struct target {
   char image[PATH_MAX];    /* qcow2 and ASIF rows: the image the server opens, "" for others */
   const struct bench_config *cfg;
   uint64_t size;           /* bytes fio addresses */
+  struct bench_gateway *gw; /* gateway rows: the servers of the exports, else NULL */
 };
 
-/* False for a cell of the peers or qcow2 profile that none of the profile's targets reads;
- * true otherwise. */
+/* False for a cell of the peers, qcow2 or gateway profile that none of the profile's targets
+ * reads; true otherwise. */
 static bool profile_runs(const char *profile, const char *config, const char *workload)
 {
   if (strcmp(profile, "peers") == 0) {
@@ -51,6 +54,9 @@ static bool profile_runs(const char *profile, const char *config, const char *wo
   }
   if (strcmp(profile, "qcow2") == 0) {
     return bench_targets_qcow2_uses(config, workload);
+  }
+  if (strcmp(profile, "gateway") == 0) {
+    return bench_targets_gateway_uses(config, workload);
   }
   return true;
 }
@@ -69,7 +75,7 @@ void bench_run_plan(struct bench_results *r)
         bench_fmt(cell->note, sizeof(cell->note), "the copy test needs root (mkfs, mount)");
       } else if (!profile_runs(r->opts.profile, bench_variants_base(cell->cfg)->name,
                                cell->wl->name)) {
-        cell->state = BENCH_CELL_NA; /* the peers and qcow2 profiles: the targets' cells only */
+        cell->state = BENCH_CELL_NA; /* peers, qcow2, gateway: the targets' cells only */
         bench_fmt(cell->note, sizeof(cell->note), "no target reads this cell");
       } else if (bench_configs_applies(cell->cfg, cell->wl, &why)) {
         cell->state = BENCH_CELL_PENDING;
@@ -143,6 +149,10 @@ static int target_up(struct bench_env *env, const struct bench_config *cfg, unsi
       return rc;
     }
   }
+  if (cfg->kind == BENCH_CFG_GATEWAY) {
+    t->size = bench_gateway_file_size(env->opts);
+    return bench_gateway_up(env, cfg, tag, &t->gw);
+  }
   if (cfg->server != BENCH_SERVER_NONE) {
     /* a diskgate row over a loop device exports the device, fio still talks NBD */
     rc = bench_server_start(env, cfg,
@@ -176,9 +186,10 @@ static int target_down(struct bench_env *env, struct target *t)
   int rc = 0;
 
   bench_env_out_path(env, "logs", "blockdev.log", log, sizeof(log));
-  if (bench_server_stop(&t->srv) < 0) {
+  if (bench_server_stop(&t->srv) < 0 || bench_gateway_down(t->gw) < 0) {
     rc = -EIO;
   }
+  t->gw = NULL;
   if (t->loop[0] != '\0' && bench_blockdev_loop_detach(t->loop, log) < 0) {
     fprintf(stderr, "diskgate bench: cannot detach %s\n", t->loop);
     rc = -EIO;
@@ -257,6 +268,8 @@ static int run_host_cells(struct bench_env *env, struct bench_results *r, size_t
         .buffered = cfg->kind == BENCH_CFG_HOST && bench_configs_host_mode(cfg, "writeback"),
         .batched = cfg->kind == BENCH_CFG_HOST && bench_configs_host_mode(cfg, "batched"),
       };
+      const pid_t *servers = &t->srv.pid;
+      size_t nservers = t->srv.pid > 0 ? 1 : 0;
 
       if (cfg->kind == BENCH_CFG_NBD || cfg->kind == BENCH_CFG_RBD ||
           cfg->kind == BENCH_CFG_QCOW2 || cfg->kind == BENCH_CFG_ASIF) {
@@ -264,7 +277,15 @@ static int run_host_cells(struct bench_env *env, struct bench_results *r, size_t
         ft.filename = NULL;
         ft.uri = t->uri;
       }
-      rc = bench_fio_run(env, cell->wl, &ft, t->srv.pid, tag, s);
+      if (t->gw != NULL) {
+        ft.ioengine = "nbd";
+        ft.filename = NULL;
+        ft.uris = t->gw->uris;
+        ft.nuris = BENCH_GATEWAY_EXPORTS;
+        servers = t->gw->pids;
+        nservers = t->gw->nsrv;
+      }
+      rc = bench_fio_run(env, cell->wl, &ft, servers, nservers, tag, s);
     }
     cell->nruns = round + 1;
     p->done++;

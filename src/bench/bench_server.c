@@ -235,11 +235,7 @@ static void server_add_nbdkit_args(const struct bench_server *srv, struct server
   l->argv[l->argc++] = "file";
 }
 
-/* Waits up to 15 s for the spawned server srv->pid to be ready: its pid file (pidfile) written
- * and, for qemu-nbd and nbdkit, a connect() accepted. Returns 0; -ECHILD when the server
- * exited (srv->pid is then 0); -ETIMEDOUT when it was not ready in time (it is then
- * stopped). Either failure prints a line and the tail of srv->log on stderr. */
-static int server_wait_ready(const struct bench_config *cfg, const char *pidfile,
+int bench_server_wait_ready(const struct bench_config *cfg, const char *pidfile,
                              struct bench_server *srv)
 {
   double deadline = bench_proc_now() + 15.0;
@@ -349,7 +345,7 @@ int bench_server_start(const struct bench_env *env, const struct bench_config *c
     srv->pid = 0;
     return rc;
   }
-  rc = server_wait_ready(cfg, l.pidfile, srv);
+  rc = bench_server_wait_ready(cfg, l.pidfile, srv);
   if (rc == 0 && srv->metrics_port > 0) {
     rc = scraper_start(srv);
     if (rc < 0) {

@@ -33,6 +33,14 @@ struct bench_server {
 int bench_server_start(const struct bench_env *env, const struct bench_config *cfg,
                        const char *file, const char *tag, struct bench_server *srv);
 
+/* Waits up to 15 s for the spawned server srv->pid (of row cfg) to be ready: its pid file
+ * (pidfile) written and, for qemu-nbd and nbdkit, a connect() to srv->sock or srv->port
+ * accepted. Returns 0; -ECHILD when the server exited (srv->pid is then 0); -ETIMEDOUT when
+ * it was not ready in time (it is then stopped). Either failure prints a line and the tail
+ * of srv->log on stderr. */
+int bench_server_wait_ready(const struct bench_config *cfg, const char *pidfile,
+                            struct bench_server *srv);
+
 /* Stops a running server with SIGTERM (SIGKILL after 10 s). Returns 0 when it exited with
  * status 0, -EIO when it exited otherwise or had to be killed (a line says how on stderr). */
 int bench_server_stop(struct bench_server *srv);

@@ -86,7 +86,7 @@ bool bench_targets_cell_figures(const struct bench_results *r, const char *confi
 
 void bench_targets_figures(const struct bench_cell *cell, struct bench_figures *f)
 {
-  double v[8][BENCH_MAX_RUNS];
+  double v[11][BENCH_MAX_RUNS];
   size_t n = 0;
 
   memset(f, 0, sizeof(*f));
@@ -104,6 +104,9 @@ void bench_targets_figures(const struct bench_cell *cell, struct bench_figures *
     v[5][n] = s->rss_max_kib / 1024.0;
     v[6][n] = s->rss_growth_kib / 1024.0;
     v[7][n] = s->hwm_kib / 1024.0;
+    v[8][n] = s->export_min_iops;
+    v[9][n] = s->export_median_iops;
+    v[10][n] = s->export_max_iops;
     n++;
   }
   f->ok = n > 0;
@@ -115,6 +118,9 @@ void bench_targets_figures(const struct bench_cell *cell, struct bench_figures *
   f->rss_mib = bench_stats_median(v[5], n);
   f->growth_mib = bench_stats_median(v[6], n);
   f->hwm_mib = bench_stats_median(v[7], n);
+  f->export_min = bench_stats_median(v[8], n);
+  f->export_median = bench_stats_median(v[9], n);
+  f->export_max = bench_stats_median(v[10], n);
 }
 
 /* a / b, where a peer's or the host's figure of 0 (it completed nothing) fails no division */

@@ -33,6 +33,9 @@ struct bench_figures {
   double rss_mib;    /* the server's largest resident set, MiB */
   double growth_mib; /* its growth from a quarter into the measured window to the end, MiB */
   double hwm_mib;    /* the server's VmHWM (peak resident set) at the end of the run, MiB */
+  double export_min;    /* gateway workloads: the least IOPS of one export */
+  double export_median; /* the median export's IOPS */
+  double export_max;    /* the most IOPS of one export */
 };
 
 /* One line of the targets table. */

@@ -41,7 +41,10 @@ struct bench_workload {
   bool fsync;         /* fio fsync=1: a flush after every write */
   bool large_seq;     /* a large sequential job (the only ones the 9p row runs) */
   enum bench_unit unit;
-  unsigned numjobs;   /* fio numjobs (for the nbd engine, one connection each); 0 means 1 */
+  unsigned numjobs;   /* fio numjobs (for the nbd engine, one connection each); 0 means 1;
+                       * with exports, the connections to each export */
+  unsigned exports;   /* gateway workloads: the exports the jobs spread over, one fio job
+                       * section (its own group) per export; 0 for every other workload */
 };
 
 enum bench_cfg_kind {
@@ -53,6 +56,8 @@ enum bench_cfg_kind {
   BENCH_CFG_QCOW2,    /* fio's nbd engine against an NBD server of a qcow2 image (`image`) */
   BENCH_CFG_ASIF,     /* fio's nbd engine against diskgate serving an ASIF image (`image`) of
                        * the test file's bytes; reported with the host rows */
+  BENCH_CFG_GATEWAY,  /* fio's nbd engine against many exports (bench_gateway.h): one diskgate
+                       * serving them all from a config file, or one qemu-nbd per export */
 };
 
 /* The groups of rows a report shows apart, each with its own baseline row: host-side rows
@@ -131,14 +136,20 @@ struct bench_sample {
   double fsync_p99_us;  /* p99 fsync (NBD flush) latency, µs; 0 without fsync */
   double p50_us;        /* p50 completion latency, µs (the worse of read and write) */
   double client_sys_us; /* fio's own kernel (system) CPU per I/O, µs, from its JSON */
-  double rss_max_kib;   /* the server's largest VmRSS during the run, KiB; 0 without one */
+  double rss_max_kib;   /* the server's largest VmRSS during the run, KiB; 0 without one;
+                         * a row of many server processes: the largest sum of theirs */
   double rss_growth_kib; /* its VmRSS at the end minus a quarter into the measured window */
   double hwm_kib;       /* the server's VmHWM (peak resident set since it started) when fio
                          * ended, KiB; 0 without one */
-  double cpu_server_s;  /* CPU-seconds of the server process during the measured window */
+  double cpu_server_s;  /* CPU-seconds of the server process (processes: their sum) during
+                         * the measured window */
   double cpu_client_s;  /* CPU-seconds of the client (fio, cp, or the QEMU process) */
   double cpu_per_kio;   /* (server + client) CPU-seconds per 1000 I/Os; per GiB for copy */
   double seconds;       /* wall-clock length of the run */
+  double export_min_iops;    /* gateway workloads: the least IOPS of one export (the sum of
+                              * its connections'), 0 otherwise */
+  double export_median_iops; /* and the median over the exports */
+  double export_max_iops;    /* and the most */
   char raw[160];        /* output file of this run, relative to --out ("" if none) */
 };
 

@@ -307,8 +307,8 @@ static void test_select(void **state)
   free(buf);
 
   /* every profile's lists name real rows and columns */
-  for (const char *const *p = (const char *const[]){ "quick", "seeds", "sync", "rbd", "all",
-                                                      NULL };
+  for (const char *const *p = (const char *const[]){ "quick", "seeds", "sync", "rbd", "gateway",
+                                                      "all", NULL };
        *p != NULL; p++) {
     assert_int_equal(parse(&o, err, sizeof(err), "--profile", *p, NULL), BENCH_CLI_OK);
     buf = NULL;
