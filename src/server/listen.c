@@ -337,6 +337,7 @@ int listen_run(struct server *s, struct listener *ls, size_t n, int stop_fd,
     unsigned nconns = s->nconns;
     pthread_mutex_unlock(&s->lock);
     service_status_tick(export_table_count(s), nconns);
+    service_watchdog_tick();
     accept_guard_tick(&guard);
     if (ready == 0) {
       continue;

@@ -353,3 +353,29 @@ void service_status_tick(size_t nexports, unsigned nconns)
            nexports == 1 ? "" : "s", nconns, nconns == 1 ? "" : "s");
   service_notify(text);
 }
+
+void service_watchdog_tick(void)
+{
+  static long long sent_ms = -1;
+  static uint64_t interval_us;
+  static int enabled = -1;
+  struct timespec ts;
+
+  if (enabled < 0) { /* WATCHDOG_USEC (and WATCHDOG_PID, if set, naming this process) */
+    enabled = sd_watchdog_enabled(0, &interval_us) > 0;
+    if (enabled) {
+      log_info("systemd watchdog: pinging every %llu ms (WatchdogSec=%llu ms)",
+               (unsigned long long)interval_us / 2000, (unsigned long long)interval_us / 1000);
+    }
+  }
+  if (!enabled) {
+    return;
+  }
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  long long now_ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+  if (sent_ms >= 0 && (now_ms - sent_ms) * 1000 < (long long)(interval_us / 2)) {
+    return;
+  }
+  sent_ms = now_ms;
+  service_notify("WATCHDOG=1");
+}

@@ -79,4 +79,10 @@ void service_notify_mainpid(pid_t pid);
  * nothing changed; the caller calls it about once a second (listen_run's poll). */
 void service_status_tick(size_t nexports, unsigned nconns);
 
+/* sd_notify WATCHDOG=1 when systemd asked for it (WatchdogSec=, seen as WATCHDOG_USEC) and
+ * half the interval has passed since the last: the accept loop calls it about once a
+ * second, so a main thread that stops taking connections stops the pings and systemd
+ * restarts the service (an interval under 2 s cannot be kept). Main thread. */
+void service_watchdog_tick(void);
+
 #endif

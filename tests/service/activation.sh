@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Socket activation (docs/systemd.md): systemd-socket-activate passes a TCP and a Unix
 # listener (FileDescriptorName nbd and local); diskgate serves on them, not on sockets of
-# its own, and logs one line per socket. A client writes through one and reads back
+# its own, and logs one line per socket. With WATCHDOG_USEC set it sends WATCHDOG=1. A client writes through one and reads back
 # through the other. sd_notify goes to a stand-in NOTIFY_SOCKET: READY=1, STATUS= and
 # STOPPING=1, in that order. A SIGUSR2 restart keeps both sockets: the new process sends
 # MAINPID= (through the old one) and READY=1 and serves on them, and the Unix socket file,
@@ -17,7 +17,7 @@ N=$T/notify.sock
 $PY "$HERE/notify_sink.py" "$N" "$T/notes" &
 DG_PIDS+=("$!")
 wait_until 10 test -S "$N" || fail "the notify stand-in did not start"
-envs=(-E "NOTIFY_SOCKET=$N")
+envs=(-E "NOTIFY_SOCKET=$N" -E "WATCHDOG_USEC=2000000") # WatchdogSec=2: a ping a second
 for v in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS PATH; do
   [ -z "${!v:-}" ] || envs+=(-E "$v=${!v}")
 done
@@ -35,6 +35,8 @@ nbdcopy "$T/a.bin" "nbd://127.0.0.1:$P/" || { cat "$T/log" >&2; fail "write thro
 nbdcopy "nbd+unix:///?socket=$S" "$T/back.bin"
 cmp -n 1048576 "$T/a.bin" "$T/back.bin" || fail "read through Unix differs from the TCP write"
 wait_until 10 grep -F "READY=1" "$T/notes" >/dev/null || { cat "$T/notes" "$T/log" >&2; fail "no READY=1"; }
+wait_until 5 grep -Fx "WATCHDOG=1" "$T/notes" >/dev/null || { cat "$T/notes" "$T/log" >&2; fail "no WATCHDOG=1"; }
+grep -F "systemd watchdog: pinging every 1000 ms" "$T/log" >/dev/null || fail "no watchdog line"
 grep -F "systemd socket 'nbd': NBD listener on 127.0.0.1:$P" "$T/log" >/dev/null ||
   { cat "$T/log" >&2; fail "no log line for the TCP socket"; }
 grep -F "systemd socket 'local': NBD listener on unix:$S" "$T/log" >/dev/null ||
