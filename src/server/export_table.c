@@ -189,36 +189,20 @@ int export_table_add(struct server *s, struct export *e, bool is_default, char *
   return rc;
 }
 
-/* Milliseconds since `t0` (CLOCK_MONOTONIC). */
-static long ms_since(const struct timespec *t0)
-{
-  struct timespec now;
-
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return (long)(now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000;
-}
-
-/* Closes r's connections that have had nothing in the backing for SERVER_SHUTDOWN_SEND_S
- * (their replies are not being read), or all of them once `all`. Under s->lock. */
+/* Closes r's connections whose replies are not being read (server_conn_cut_if_quiet), or
+ * all of them once `all`, counting them. Under s->lock. */
 static void removal_cut(struct server *s, struct removal *r, bool all)
 {
   for (struct conn *c = s->conns; c != NULL; c = c->next) {
-    if (c->export != r->e || c->drain_cut) {
+    if (c->export != r->e) {
       continue;
     }
-    if (!all && atomic_load(&c->backing_busy) > 0) {
-      c->drain_quiet = false;
-      continue;
-    }
-    if (!all && !c->drain_quiet) {
-      c->drain_quiet = true;
-      clock_gettime(CLOCK_MONOTONIC, &c->drain_quiet_since);
-      continue;
-    }
-    if (all || ms_since(&c->drain_quiet_since) >= SERVER_SHUTDOWN_SEND_S * 1000L) {
+    if (all && !c->drain_cut) {
       c->drain_cut = true;
-      r->result.cut++;
       shutdown(c->transport.fd, SHUT_RDWR);
+      r->result.cut++;
+    } else if (!all && server_conn_cut_if_quiet(c)) {
+      r->result.cut++;
     }
   }
 }
@@ -259,7 +243,7 @@ static void *removal_main(void *arg)
   while (e->refs > 0) {
     mono_cond_deadline(&deadline, 1000);
     (void)pthread_cond_timedwait(&s->cond, &s->lock, &deadline);
-    if (!gave_up && ms_since(&t0) >= SERVER_SHUTDOWN_DRAIN_S * 1000L) {
+    if (!gave_up && mono_ms_since(&t0) >= SERVER_SHUTDOWN_DRAIN_S * 1000L) {
       log_error("export '%s': requests still in the backing %d s after its removal; closing "
                 "its connections without their replies", e->log_name, SERVER_SHUTDOWN_DRAIN_S);
       gave_up = true;
@@ -270,7 +254,7 @@ static void *removal_main(void *arg)
   pthread_mutex_unlock(&s->lock);
   export_destroy(e); /* its last sync, then the backing closes */
   pthread_mutex_lock(&s->lock);
-  r->result.ms = ms_since(&t0);
+  r->result.ms = mono_ms_since(&t0);
   log_info("export '%s' removed: %u connection%s closed (%u before all replies were "
            "sent), %ld ms", name, r->result.connections, r->result.connections == 1 ? "" : "s",
            r->result.cut, r->result.ms);

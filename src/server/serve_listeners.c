@@ -13,6 +13,14 @@
 #include "util/cli.h"
 #include "util/log.h"
 
+/* Why a TCP listener on HOST:PORT could not be opened (listen_open_tcp's -errno). */
+static const char *tcp_error(int rc, char *text, size_t size)
+{
+  return rc == -ENOENT   ? "no such host"
+         : rc == -EAGAIN ? "the host name could not be resolved now; try again"
+                         : cli_startup_error(rc, text, size);
+}
+
 int serve_listeners_open(const struct serve_config *cfg, struct listener *ls, size_t *n)
 {
   char host[256], abs[PATH_MAX];
@@ -51,10 +59,7 @@ int serve_listeners_open(const struct serve_config *cfg, struct listener *ls, si
     if (rc < 0) {
       char shown[LOG_SHOWN_MAX], text[128];
       fprintf(stderr, "diskgate serve: cannot listen on %s: %s\n",
-              log_escape_str(shown, sizeof shown, addr),
-              rc == -ENOENT   ? "no such host"
-              : rc == -EAGAIN ? "the host name could not be resolved now; try again"
-                              : cli_startup_error(rc, text, sizeof text));
+              log_escape_str(shown, sizeof shown, addr), tcp_error(rc, text, sizeof text));
       return cli_startup_status(rc);
     }
     (*n)++;
@@ -122,9 +127,7 @@ int serve_metrics_listener_open(const struct serve_config *cfg, struct listener 
     char shown[LOG_SHOWN_MAX], text[128];
     fprintf(stderr, "diskgate serve: cannot serve metrics on %s: %s\n",
             log_escape_str(shown, sizeof shown, cfg->metrics_addr),
-            rc == -ENOENT   ? "no such host"
-            : rc == -EAGAIN ? "the host name could not be resolved now; try again"
-                            : cli_startup_error(rc, text, sizeof text));
+            tcp_error(rc, text, sizeof text));
     ml->fd = -1;
     return cli_startup_status(rc);
   }

@@ -279,13 +279,26 @@ static const struct export *export_attaching(const struct server *s)
   return NULL;
 }
 
-/* Milliseconds since `t0` (CLOCK_MONOTONIC). */
-static long ms_since(const struct timespec *t0)
+bool server_conn_cut_if_quiet(struct conn *c)
 {
-  struct timespec now;
-
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return (long)(now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000;
+  if (c->drain_cut) {
+    return false;
+  }
+  if (!c->handshaking && atomic_load(&c->backing_busy) > 0) {
+    c->drain_quiet = false;
+    return false;
+  }
+  if (!c->drain_quiet) {
+    c->drain_quiet = true;
+    clock_gettime(CLOCK_MONOTONIC, &c->drain_quiet_since);
+    return false;
+  }
+  if (mono_ms_since(&c->drain_quiet_since) < SERVER_SHUTDOWN_SEND_S * 1000L) {
+    return false;
+  }
+  c->drain_cut = true;
+  shutdown(c->transport.fd, SHUT_RDWR);
+  return true;
 }
 
 /* One drain tick (about a second apart): closes each connection that has had nothing in
@@ -294,25 +307,9 @@ static long ms_since(const struct timespec *t0)
 static void drain_cut_quiet(struct server *s)
 {
   for (struct conn *c = s->conns; c != NULL; c = c->next) {
-    if (c->drain_cut) {
-      continue;
-    }
-    if (!c->handshaking && atomic_load(&c->backing_busy) > 0) {
-      c->drain_quiet = false;
-      continue;
-    }
-    if (!c->drain_quiet) {
-      c->drain_quiet = true;
-      clock_gettime(CLOCK_MONOTONIC, &c->drain_quiet_since);
-      continue;
-    }
-    if (ms_since(&c->drain_quiet_since) >= SERVER_SHUTDOWN_SEND_S * 1000L) {
-      if (!c->handshaking) {
-        log_warn("%s: replies not read within %d s of shutdown; dropping them", c->peer,
-                 SERVER_SHUTDOWN_SEND_S);
-      }
-      c->drain_cut = true;
-      shutdown(c->transport.fd, SHUT_RDWR);
+    if (server_conn_cut_if_quiet(c) && !c->handshaking) {
+      log_warn("%s: replies not read within %d s of shutdown; dropping them", c->peer,
+               SERVER_SHUTDOWN_SEND_S);
     }
   }
 }
@@ -350,7 +347,7 @@ enum server_drain server_conns_drain(struct server *s)
     shutdown(c->transport.fd, SHUT_RD);
   }
   while (!conns_wait(s, 1)) {
-    long ms = ms_since(&t0);
+    long ms = mono_ms_since(&t0);
     if (given_up_ms < 0 && ms >= SERVER_SHUTDOWN_DRAIN_S * 1000L) {
       drain_give_up(s);
       result = SERVER_DRAIN_DROPPED;

@@ -75,6 +75,13 @@ unsigned server_reap_handshakes(struct server *s);
  * what the peer has not acknowledged yet). */
 #define SERVER_SHUTDOWN_LINGER_MS 2000
 
+/* One drain tick for connection c (shutdown, or its export's removal: export_table.h):
+ * closes it (SHUT_RDWR) once it has had nothing in the backing, or been negotiating, for
+ * SERVER_SHUTDOWN_SEND_S: its replies are not being read. Returns true when it closed it
+ * now. Under s->lock, about once a second. */
+struct conn;
+bool server_conn_cut_if_quiet(struct conn *c);
+
 /* The outcome of server_conns_drain. */
 enum server_drain {
   SERVER_DRAIN_DONE,      /* every request read was replied to; every connection ended */

@@ -27,3 +27,11 @@ void mono_cond_deadline(struct timespec *t, long ms)
   t->tv_sec += ms / 1000 + t->tv_nsec / 1000000000L;
   t->tv_nsec %= 1000000000L;
 }
+
+long mono_ms_since(const struct timespec *t0)
+{
+  struct timespec now;
+
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (long)(now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000;
+}

@@ -17,4 +17,7 @@ int mono_cond_init(pthread_cond_t *c);
  * pthread_cond_timedwait on a variable from mono_cond_init. */
 void mono_cond_deadline(struct timespec *t, long ms);
 
+/* Milliseconds from `t0` (taken on CLOCK_MONOTONIC) to now. */
+long mono_ms_since(const struct timespec *t0);
+
 #endif
