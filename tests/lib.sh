@@ -38,7 +38,8 @@ assert_eq() { # actual expected what
 }
 
 # wait_until SECONDS CMD...: runs CMD every 0.05 s until it succeeds or SECONDS have passed;
-# returns CMD's last status.
+# returns CMD's last status. CMD's words are expanded once, by the caller: a value that must
+# be read anew each time (a "$(...)") belongs in a function given as CMD.
 wait_until() {
   local end=$(( $(date +%s%N) + $1 * 1000000000 ))
   shift

@@ -35,8 +35,11 @@ reload_with() {
   printf '%s\n%s\n' "$conf_server" "$1" >"$T/gw.conf"
   reloads=$((reloads + 1))
   kill -HUP "$DG_PID"
-  wait_until 10 test "$(grep -cE 'reload of |reload: .*nothing changed' "$DG_LOG")" -ge "$reloads" ||
-    { cat "$DG_LOG" >&2; fail "reload $reloads did not finish"; }
+  wait_until 10 reloads_logged || { cat "$DG_LOG" >&2; fail "reload $reloads did not finish"; }
+}
+# true once the log has $reloads reloads' last lines (counted anew at each call)
+reloads_logged() {
+  [ "$(grep -cE 'reload of |reload: .*nothing changed' "$DG_LOG")" -ge "$reloads" ]
 }
 
 reload_with "[export a]

@@ -59,14 +59,15 @@ pass "resize seen by new connections; I/O past the old end works; old connection
 # snapshotted (a header change that keeps the size), each change is logged once, and the
 # size never goes back (a refresh that read the old size never stores it after the header
 # watch stored the new one).
+# size_is BYTES: a new connection sees BYTES (asked anew at each call of wait_until)
+size_is() { [ "$(nbdinfo --size "$DG_TCP")" = "$1" ]; }
 ( while :; do nbdinfo --size "$DG_UNIX" >/dev/null 2>&1 || true; done ) &
 goers=$!
 sizes=(128)
 for mb in 192 256 320 384; do
   rbdc resize --size "${mb}M" rbd/img 2>/dev/null || fail "rbd resize to ${mb}M"
   rbdc snap create "rbd/img@s$mb" || fail "rbd snap create @s$mb"
-  wait_until 30 test "$(nbdinfo --size "$DG_TCP")" = $((mb << 20)) ||
-    fail "new connections do not see ${mb}M"
+  wait_until 30 size_is $((mb << 20)) || fail "new connections do not see ${mb}M"
   sizes+=("$mb")
 done
 sleep 1
