@@ -29,7 +29,7 @@
 #include "util/log.h"
 
 struct control {
-  struct listener listener;
+  int listen_fd;         /* the listening Unix socket, the caller's */
   struct server *server;
   struct engine *engine; /* what exports `add` makes use */
   int stop_pipe[2];  /* written by control_stop: the thread exits */
@@ -104,7 +104,7 @@ static void control_export_list(struct server *s, size_t i, cJSON *o)
   const struct export *e = s->exports[i];
 
   cJSON_AddStringToObject(o, "name", e->name);
-  cJSON_AddStringToObject(o, "path", e->spec != NULL ? e->spec : "");
+  cJSON_AddStringToObject(o, "path", e->path != NULL ? e->path : "");
   cJSON_AddStringToObject(o, "description", export_description(e));
   cJSON_AddBoolToObject(o, "read_only", e->read_only);
   cJSON_AddBoolToObject(o, "default", e == s->default_export);
@@ -327,7 +327,7 @@ static void *control_thread(void *arg)
   struct control *ctl = arg;
 
   for (;;) {
-    struct pollfd p[2] = {{.fd = ctl->listener.fd, .events = POLLIN},
+    struct pollfd p[2] = {{.fd = ctl->listen_fd, .events = POLLIN},
                           {.fd = ctl->stop_pipe[0], .events = POLLIN}};
     if (poll(p, 2, -1) < 0 && errno != EINTR) {
       return NULL;
@@ -336,7 +336,7 @@ static void *control_thread(void *arg)
       return NULL;
     }
     if (p[0].revents != 0) {
-      int fd = accept4(ctl->listener.fd, NULL, NULL, SOCK_CLOEXEC);
+      int fd = accept4(ctl->listen_fd, NULL, NULL, SOCK_CLOEXEC);
       if (fd >= 0) {
         control_client(ctl, fd);
         close(fd);
@@ -345,16 +345,16 @@ static void *control_thread(void *arg)
   }
 }
 
-int control_start(const char *path, struct server *s, struct engine *engine,
+int control_start(int listen_fd, struct server *s, struct engine *engine,
                   struct control **out)
 {
   struct control *ctl = calloc(1, sizeof *ctl);
-  mode_t old;
   int rc;
 
   if (ctl == NULL) {
     return -ENOMEM;
   }
+  ctl->listen_fd = listen_fd;
   ctl->server = s;
   ctl->engine = engine;
   if (pipe2(ctl->stop_pipe, O_CLOEXEC) < 0) {
@@ -362,15 +362,7 @@ int control_start(const char *path, struct server *s, struct engine *engine,
     free(ctl);
     return rc;
   }
-  old = umask(0177); /* the socket is created 0600; main thread, before other files */
-  rc = listen_open_unix(&ctl->listener, path);
-  umask(old);
-  if (rc == 0) {
-    rc = -pthread_create(&ctl->thread, NULL, control_thread, ctl);
-    if (rc < 0) {
-      listen_close(&ctl->listener);
-    }
-  }
+  rc = -pthread_create(&ctl->thread, NULL, control_thread, ctl);
   if (rc < 0) {
     close(ctl->stop_pipe[0]);
     close(ctl->stop_pipe[1]);
@@ -388,7 +380,6 @@ void control_stop(struct control *ctl)
   }
   (void)write(ctl->stop_pipe[1], "x", 1);
   pthread_join(ctl->thread, NULL);
-  listen_close(&ctl->listener);
   close(ctl->stop_pipe[0]);
   close(ctl->stop_pipe[1]);
   free(ctl);

@@ -31,15 +31,15 @@ struct engine;
 /* Seconds a control client may take to send a request line. */
 #define CONTROL_READ_TIMEOUT_S 5
 
-/* Binds `path` (mode 0600; an existing socket nobody accepts on is replaced) and starts the
- * control-plane thread serving it for server s, whose added exports use `engine`. Returns
- * 0 and *out, or -errno (-EADDRINUSE: another server accepts there; -EEXIST: the path is
- * not a socket). Main thread, after the server's exports are set. */
-int control_start(const char *path, struct server *s, struct engine *engine,
+/* Starts the control-plane thread accepting on `listen_fd` (a listening Unix socket, which
+ * stays the caller's: serve_planes.h opens and closes it) for server s, whose added
+ * exports use `engine`. Returns 0 and *out, or -ENOMEM / -errno of pipe2 or
+ * pthread_create. Main thread, after the server's exports are set. */
+int control_start(int listen_fd, struct server *s, struct engine *engine,
                   struct control **out);
 
-/* Stops the thread, closes the socket and removes its path. NULL is a no-op. Main thread,
- * before the server is destroyed. */
+/* Stops the thread (after the request it is answering); the listening socket stays open.
+ * NULL is a no-op. Main thread, before the server is destroyed. */
 void control_stop(struct control *c);
 
 #endif

@@ -121,7 +121,7 @@ int export_create_lazy(const char *name, const char *spec, const struct backing_
   }
   e->spec = strdup(spec);
   log_escape_str(e->log_spec, sizeof e->log_spec, spec);
-  if (e->spec == NULL) {
+  if (e->spec == NULL || export_set_path(e, spec) < 0) {
     export_destroy(e);
     return -ENOMEM;
   }
@@ -273,6 +273,18 @@ uint16_t export_transmission_flags(const struct export *e, bool structured_repli
   return flags;
 }
 
+int export_set_path(struct export *e, const char *path)
+{
+  char *copy = strdup(path);
+
+  if (copy == NULL) {
+    return -ENOMEM;
+  }
+  free(e->path);
+  e->path = copy;
+  return 0;
+}
+
 void export_destroy(struct export *e)
 {
   if (e == NULL) {
@@ -290,6 +302,7 @@ void export_destroy(struct export *e)
   free(e->name);
   free(e->operator_description);
   free(e->settings);
+  free(e->path);
   free(e->allow_text);
   export_allow_free(e->allow);
   free(e->description);

@@ -42,6 +42,8 @@ struct export {
   struct export_allow *allow;
   char *allow_text;        /* what `allow =` said, owned, or NULL; under the server's lock */
   char *settings;          /* what a reload compares (serve_export_settings), owned; or NULL */
+  char *path;              /* what the operator named (a file, a device, rbd:...), owned; or
+                              NULL: ctl list shows it (export_set_path) */
   /* export_table.c, under the server's lock: references held (connections that selected
    * it, option handlers using it) and whether it left the table */
   unsigned refs;
@@ -106,6 +108,11 @@ int export_attach(struct export *e);
  * else the backing's once attached, else "". Any thread holding the server's lock (the
  * operator's changes on reload), or before the export is published. */
 const char *export_description(const struct export *e);
+
+/* Records `path`, what the operator named for e (a copy), for ctl list; a lazy export has
+ * its spec recorded already. Returns 0 or -ENOMEM. Main or control thread, before e is
+ * published. */
+int export_set_path(struct export *e, const char *path);
 
 /* True once the backing is open. Any thread. */
 bool export_is_attached(const struct export *e);

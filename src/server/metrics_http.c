@@ -7,7 +7,6 @@
 #include <microhttpd.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "server/metrics.h"
 #include "util/log.h"
@@ -17,7 +16,6 @@
 struct metrics_http {
   struct MHD_Daemon *daemon;
   struct server *server;
-  int fd;
 };
 
 static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned status,
@@ -76,22 +74,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   return rc;
 }
 
-int metrics_http_start(struct server *s, int fd, struct metrics_http **out)
+int metrics_http_start(struct server *s, int listen_fd, struct metrics_http **out)
 {
   struct metrics_http *m = calloc(1, sizeof *m);
 
   if (m == NULL) {
-    close(fd);
     return -ENOMEM;
   }
   m->server = s;
-  m->fd = fd;
-  m->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL, NULL,
-                               on_request, m, MHD_OPTION_LISTEN_SOCKET, fd,
+  /* MHD_USE_ITC: metrics_http_stop quiesces the daemon first, which needs it */
+  m->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC,
+                               0, NULL, NULL, on_request, m, MHD_OPTION_LISTEN_SOCKET, listen_fd,
                                MHD_OPTION_CONNECTION_LIMIT, (unsigned)16,
                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
   if (m->daemon == NULL) {
-    close(fd);
     free(m);
     return -EIO;
   }
@@ -104,7 +100,9 @@ void metrics_http_stop(struct metrics_http *m)
   if (m == NULL) {
     return;
   }
+  /* A daemon stopped as it is shuts its listening socket down and closes it; quiesced
+   * first, it leaves the socket to its owner, still listening (for a restart's hand-over) */
+  (void)MHD_quiesce_daemon(m->daemon);
   MHD_stop_daemon(m->daemon);
-  close(m->fd);
   free(m);
 }

@@ -8,13 +8,13 @@
 struct server;
 struct metrics_http;
 
-/* Serves s's metrics on `fd`, a listening TCP socket (listen_open_tcp), which it takes
- * (closed by metrics_http_stop, or here on failure). Returns 0 and *out, or -ENOMEM /
- * -EIO (the HTTP daemon could not start). Main thread. */
-int metrics_http_start(struct server *s, int fd, struct metrics_http **out);
+/* Serves s's metrics on `listen_fd`, a listening TCP socket that stays the caller's
+ * (serve_planes.h opens and closes it). Returns 0 and *out, or -ENOMEM / -EIO (the HTTP
+ * daemon could not start). Main thread. */
+int metrics_http_start(struct server *s, int listen_fd, struct metrics_http **out);
 
-/* Stops serving (waits for a scrape in progress) and closes the socket. NULL is a no-op.
- * Main thread, before the server is destroyed. */
+/* Stops serving (waits for a scrape in progress); the caller's socket stays open and
+ * listening. NULL is a no-op. Main thread, before the server is destroyed. */
 void metrics_http_stop(struct metrics_http *m);
 
 #endif

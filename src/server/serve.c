@@ -39,6 +39,7 @@
 #include "server/service.h"
 #include "server/serve_exports.h"
 #include "server/serve_listeners.h"
+#include "server/serve_planes.h"
 #include "server/server.h"
 #include "server/tls.h"
 #include "server/tls_psk.h"
@@ -120,6 +121,11 @@ static int open_export_stack(const struct serve_config *cfg, const struct backin
   rc = export_create(cfg->export_name, top, cfg->opts.read_only, cfg->opts.sync, out);
   if (rc < 0) {
     backing_close(top);
+  } else if ((rc = export_set_path(*out, cfg->path)) < 0) {
+    export_destroy(*out);
+    *out = NULL;
+  }
+  if (rc < 0) {
     fprintf(stderr, "diskgate serve: %s\n", strerror(-rc));
     return 1;
   }
@@ -391,14 +397,15 @@ static int serve_pid_file_write(const struct serve_config *cfg, struct pid_file 
 }
 
 /* Takes what serving needs after the engine: the pid file's check, the export, the
- * listeners, room for a connection, the server, its export table and the pid file. With
- * a config file (cf->nexports > 0) *exports holds its exports and *e is the default one.
- * Returns 0, or after one line on stderr an exit status; on failure the caller releases
- * what *e, ls[0..*nls) and *exports hold (the server needs no release). */
+ * listeners (the NBD ones, the control socket's and the metrics endpoint's), room for a
+ * connection, the server, its export table and the pid file. With a config file
+ * (cf->nexports > 0) *exports holds its exports and *e is the default one. Returns 0, or
+ * after one line on stderr an exit status; on failure the caller releases what *e,
+ * ls[0..*nls), *planes and *exports hold (the server needs no release). */
 static int serve_start(const struct serve_config *cfg, const struct config_file *cf,
                        struct engine *engine, struct pid_file *pid_file, struct server *server,
-                       struct export **e, struct listener *ls, size_t *nls, struct listener *ml,
-                       struct export ***exports)
+                       struct export **e, struct listener *ls, size_t *nls,
+                       struct serve_planes *planes, struct export ***exports)
 {
   int status, rc;
 
@@ -420,7 +427,7 @@ static int serve_start(const struct serve_config *cfg, const struct config_file 
     status = serve_listeners_open(cfg, ls, nls);
   }
   if (status == 0) {
-    status = serve_metrics_listener_open(cfg, ml);
+    status = serve_planes_open(cfg, planes);
   }
   if (status == 0) {
     status = serve_check_fd_room(cfg);
@@ -464,15 +471,20 @@ static void serve_loops_start(const struct serve_config *cfg, struct engine *eng
 
 /* SIGUSR2: starts a new server with this one's command line (argv, as serve_main got it:
  * argv[-1] is main's argv[0]) that inherits the listeners, so that no connect is refused
- * while this one drains (reexec.h). The pid file is left to the new server. Returns 0, or
+ * while this one drains (reexec.h). The control socket and the metrics endpoint stop here
+ * (serve_planes.h): systemd's sockets go to the new server with the listeners, the others
+ * it binds again. The pid file is left to the new server. Returns 0, or
  * -1 after a log line when it could not start or must not (--snapshot: the overlay's
  * writes cannot move to a new process); this one then goes on serving (the pid file is
  * written again when it was released). On success *new_pid is the new server's pid. Main
  * thread. */
 static int serve_hand_over(const struct serve_config *cfg, char **argv, struct listener *ls,
-                           size_t nls, struct pid_file *pid_file, pid_t *new_pid)
+                           size_t nls, struct serve_planes *planes, struct pid_file *pid_file,
+                           pid_t *new_pid)
 {
-  int fds[LISTEN_MAX];
+  struct listener handed[SERVICE_HANDOVER_MAX], *reserved[2];
+  size_t nhanded = nls;
+  int fds[SERVICE_HANDOVER_MAX];
   pid_t pid;
 
   if (cfg->snapshot) {
@@ -483,16 +495,20 @@ static int serve_hand_over(const struct serve_config *cfg, char **argv, struct l
              "serving");
     return -1;
   }
-  for (size_t i = 0; i < nls; i++) {
-    fds[i] = ls[i].fd;
+  memcpy(handed, ls, nls * sizeof ls[0]);
+  for (size_t i = 0, n = serve_planes_hand_over(planes, reserved); i < n; i++) {
+    handed[nhanded++] = *reserved[i]; /* systemd's control and metrics sockets */
+  }
+  for (size_t i = 0; i < nhanded; i++) {
+    fds[i] = handed[i].fd;
   }
   pid_file_release(pid_file); /* before the new server checks it */
-  if (service_restart_env(ls, nls) < 0) {
+  if (service_restart_env(handed, nhanded) < 0) {
     log_error("cannot start the new server (out of memory); this one goes on serving");
     (void)serve_pid_file_write(cfg, pid_file);
     return -1;
   }
-  pid = reexec_spawn(argv - 1, fds, nls);
+  pid = reexec_spawn(argv - 1, fds, nhanded);
   service_restart_env_clear();
   if (pid < 0) {
     log_error("cannot start the new server (%s); this one goes on serving", strerror(-pid));
@@ -509,16 +525,12 @@ static int serve_hand_over(const struct serve_config *cfg, char **argv, struct l
 }
 
 /* Sets the server's limits and export table from cfg (and cf's exports, with e the default;
- * without a config file e is the one export), opens the control socket and prints the
- * listeners' lines. Returns 0, or 2 after one line on stderr (the control socket could not
- * be opened). Main thread, before the event loops start. */
-static int serve_publish(struct serve_config *cfg, const struct config_file *cf,
-                         struct server *server, struct engine *engine,
-                         struct export **exports, struct export *e,
-                         const struct listener *ls, size_t nls, struct control **control)
+ * without a config file e is the one export) and prints the listeners' lines. Main thread,
+ * before the event loops start. */
+static void serve_publish(struct serve_config *cfg, const struct config_file *cf,
+                          struct server *server, struct export **exports, struct export *e,
+                          const struct listener *ls, size_t nls)
 {
-  int status;
-
   server->handshake_timeout_s = cfg->handshake_timeout;
   server->max_handshakes = cfg->max_handshakes;
   server->max_connections = cfg->max_connections;
@@ -532,28 +544,15 @@ static int serve_publish(struct serve_config *cfg, const struct config_file *cf,
     server->nexports = 1;
   }
   server->cap_exports = server->nexports;
-  if (cfg->control_path != NULL && (status = control_start(cfg->control_path, server,
-                                                         engine, control)) < 0) {
-    char shown[LOG_SHOWN_MAX];
-    fprintf(stderr, "diskgate serve: cannot open the control socket %s: %s\n",
-            log_escape_str(shown, sizeof shown, cfg->control_path),
-            status == -EADDRINUSE ? "another server accepts there"
-            : status == -EEXIST   ? "the path exists and is not a socket"
-                                  : strerror(-status));
-    status = 2;
-  } else {
-    status = 0;
-    if (cf->nexports > 0) {
-      cfg->export_name = e != NULL ? e->name : ""; /* the URIs printed name the default */
-    }
-    print_listeners(cfg, ls, nls);
-    if (cf->nexports > 0) {
-      serve_exports_log(cfg, cf);
-    } else {
-      log_serving(cfg, e);
-    }
+  if (cf->nexports > 0) {
+    cfg->export_name = e != NULL ? e->name : ""; /* the URIs printed name the default */
   }
-  return status;
+  print_listeners(cfg, ls, nls);
+  if (cf->nexports > 0) {
+    serve_exports_log(cfg, cf);
+  } else {
+    log_serving(cfg, e);
+  }
 }
 
 int serve_main(int argc, char **argv)
@@ -562,13 +561,11 @@ int serve_main(int argc, char **argv)
   struct pid_file pid_file = {0};
   struct server server;
   struct listener ls[LISTEN_MAX];
-  struct listener ml = {.fd = -1};
-  struct metrics_http *metrics = NULL;
+  struct serve_planes planes = {.control_l.fd = -1, .metrics_l.fd = -1};
   struct engine *engine = NULL;
   struct export *e = NULL;
   struct export **exports = NULL;
   struct config_file cf = {0};
-  struct control *control = NULL;
   size_t nls = 0;
   struct reload reload = {.server = &server, .engine = NULL};
   enum server_drain drained;
@@ -610,14 +607,13 @@ int serve_main(int argc, char **argv)
     close(sfd);
     return 1;
   }
-  status = serve_start(&cfg, &cf, engine, &pid_file, &server, &e, ls, &nls, &ml, &exports);
+  status = serve_start(&cfg, &cf, engine, &pid_file, &server, &e, ls, &nls, &planes,
+                       &exports);
   if (status != 0) {
     for (size_t i = 0; i < nls; i++) {
       listen_close(&ls[i]);
     }
-    if (ml.fd >= 0) {
-      listen_close(&ml);
-    }
+    serve_planes_close(&planes);
     for (size_t i = 0; exports != NULL && i < cf.nexports; i++) {
       export_destroy(exports[i]);
     }
@@ -631,23 +627,11 @@ int serve_main(int argc, char **argv)
     close(sfd);
     return status;
   }
-  status = serve_publish(&cfg, &cf, &server, engine, exports, e, ls, nls, &control);
-  server.metrics_on = status == 0 && ml.fd >= 0;
-  if (server.metrics_on) {
-    int rc = metrics_http_start(&server, ml.fd, &metrics); /* takes the socket */
-    if (rc < 0) {
-      log_error("cannot serve metrics on %s: %s; serving without them", ml.host,
-                strerror(-rc));
-      server.metrics_on = false;
-    }
-  } else if (ml.fd >= 0) {
-    listen_close(&ml);
-  }
+  serve_publish(&cfg, &cf, &server, exports, e, ls, nls);
+  serve_planes_start(&planes, &server, engine);
   serve_loops_start(&cfg, engine, &server);
-  if (status == 0) {
-    service_notify_ready();
-    service_status_tick(export_table_count(&server), 0);
-  }
+  service_notify_ready();
+  service_status_tick(export_table_count(&server), 0);
   reload.config_file = cfg.config_file;
   reload.engine = engine;
   sig = -1;
@@ -657,28 +641,15 @@ int serve_main(int argc, char **argv)
     if (sig != SIGUSR2) {
       break;
     }
-    if (metrics != NULL) {
-      /* the new server binds the metrics port itself: it must be free before it starts */
-      metrics_http_stop(metrics);
-      metrics = NULL;
-      log_info("metrics no longer served here: the new server serves them");
-    }
-    control_stop(control); /* the new server binds the control socket's path */
-    control = NULL;
-    if (serve_hand_over(&cfg, argv, ls, nls, &pid_file, &new_pid) == 0) {
+    if (serve_hand_over(&cfg, argv, ls, nls, &planes, &pid_file, &new_pid) == 0) {
       break;
     }
-    if (cfg.control_path != NULL &&
-        control_start(cfg.control_path, &server, engine, &control) < 0) {
-      log_warn("the control socket could not be opened again; serving without it");
-    }
+    serve_planes_resume(&cfg, &planes, &server, engine);
   }
-  control_stop(control);
   for (size_t i = 0; i < nls; i++) {
     listen_close(&ls[i]);
   }
-  metrics_http_stop(metrics); /* its thread reads the server: before it goes */
-  metrics = NULL;
+  serve_planes_close(&planes); /* their threads read the server: before it goes */
   drained = server_conns_drain(&server);
   if (drained == SERVER_DRAIN_DONE || drained == SERVER_DRAIN_DROPPED) {
     export_table_wait_removals(&server); /* their connections are gone: they end now */
@@ -703,9 +674,6 @@ int serve_main(int argc, char **argv)
    * pid file after: whoever reads the pid file once this one has gone finds it there. */
   if (new_pid > 0 && cfg.pid_file != NULL && !pid_file_wait_for(cfg.pid_file, new_pid, 10000)) {
     log_warn("the new server (pid %ld) has not written the pid file in 10 s", (long)new_pid);
-  }
-  if (status != 0) {
-    return status; /* the control socket could not be opened */
   }
   /* 1: stopped by a failure, not by a signal, or replies were dropped */
   return sig > 0 && drained == SERVER_DRAIN_DONE ? 0 : 1;

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "server/reexec.h"
@@ -24,8 +25,8 @@ static const char *tcp_error(int rc, char *text, size_t size)
 int serve_listeners_open(const struct serve_config *cfg, struct listener *ls, size_t *n)
 {
   char host[256], abs[PATH_MAX];
-  int inherited[LISTEN_MAX];
-  int ninherited = reexec_inherited(inherited, LISTEN_MAX); /* a takeover (reexec.h) */
+  int inherited[SERVICE_HANDOVER_MAX];
+  int ninherited = reexec_inherited(inherited, SERVICE_HANDOVER_MAX); /* a takeover (reexec.h) */
   unsigned port;
   int rc;
 
@@ -36,17 +37,18 @@ int serve_listeners_open(const struct serve_config *cfg, struct listener *ls, si
   }
   /* systemd's sockets, passed by socket activation or through a restart of a server that
    * had them: served instead of --listen and --socket (service.h) */
-  rc = ninherited > 0 ? service_listeners_adopt_restart(inherited, (size_t)ninherited, ls)
+  rc = ninherited > 0 ? service_listeners_adopt_restart(inherited, (size_t)ninherited, ls, n)
                       : service_listeners_take_all(ls, LISTEN_MAX, n);
   if (rc < 0) {
     return 2;
   }
-  if (rc > 0) {
-    *n = (size_t)ninherited;
+  if (rc > 0 || *n > 0) {
     return 0;
   }
-  if (*n > 0) {
-    return 0;
+  if (ninherited > LISTEN_MAX) {
+    fprintf(stderr, "diskgate serve: %s names more than %d listening sockets\n",
+            REEXEC_FDS_ENV, LISTEN_MAX);
+    return 2;
   }
   if (cfg->listen_addr != NULL || cfg->socket_path == NULL) {
     const char *addr = cfg->listen_addr != NULL ? cfg->listen_addr : "127.0.0.1:10809";
@@ -116,6 +118,14 @@ int serve_metrics_listener_open(const struct serve_config *cfg, struct listener 
   int rc;
 
   ml->fd = -1;
+  if (service_listener_take(SERVICE_NAME_METRICS, ml) == 0) {
+    if (cfg->metrics_addr != NULL) {
+      char shown[LOG_SHOWN_MAX];
+      log_info("metrics: serving on systemd's socket '%s', not on --metrics %s",
+               SERVICE_NAME_METRICS, log_escape_str(shown, sizeof shown, cfg->metrics_addr));
+    }
+    return 0;
+  }
   if (cfg->metrics_addr == NULL) {
     return 0;
   }
@@ -129,6 +139,54 @@ int serve_metrics_listener_open(const struct serve_config *cfg, struct listener 
             log_escape_str(shown, sizeof shown, cfg->metrics_addr),
             tcp_error(rc, text, sizeof text));
     ml->fd = -1;
+    return cli_startup_status(rc);
+  }
+  return 0;
+}
+
+/* Warns when the control socket's file lets others than its owner connect: whoever can
+ * connect can add and remove exports. */
+static void control_mode_check(const struct listener *cl)
+{
+  struct stat st;
+  char shown[LOG_SHOWN_MAX];
+
+  if (cl->unix_path != NULL && stat(cl->unix_path, &st) == 0 && (st.st_mode & 077) != 0) {
+    log_warn("the control socket %s is mode %03o: whoever can connect can add and remove "
+             "exports (SocketMode=0600 in the socket unit keeps it to its owner)",
+             log_escape_str(shown, sizeof shown, cl->unix_path), (unsigned)(st.st_mode & 0777));
+  }
+}
+
+int serve_control_listener_open(const struct serve_config *cfg, struct listener *cl)
+{
+  char shown[LOG_SHOWN_MAX];
+  mode_t old;
+  int rc;
+
+  cl->fd = -1;
+  if (service_listener_take(SERVICE_NAME_CONTROL, cl) == 0) {
+    if (cfg->control_path != NULL) {
+      log_info("control: serving on systemd's socket '%s', not on --control %s",
+               SERVICE_NAME_CONTROL, log_escape_str(shown, sizeof shown, cfg->control_path));
+    }
+    control_mode_check(cl);
+    return 0;
+  }
+  if (cfg->control_path == NULL) {
+    return 0;
+  }
+  old = umask(0177); /* the socket is created 0600; main thread, before other files */
+  rc = listen_open_unix(cl, cfg->control_path);
+  umask(old);
+  if (rc < 0) {
+    char text[128];
+    fprintf(stderr, "diskgate serve: cannot open the control socket %s: %s\n",
+            log_escape_str(shown, sizeof shown, cfg->control_path),
+            rc == -EADDRINUSE ? "another server accepts there"
+            : rc == -EEXIST   ? "the path exists and is not a socket"
+                              : cli_startup_error(rc, text, sizeof text));
+    cl->fd = -1;
     return cli_startup_status(rc);
   }
   return 0;

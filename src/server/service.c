@@ -20,11 +20,19 @@
 #define SERVICE_RESTART_NAMES_ENV "DISKGATE_LISTEN_FDNAMES"
 #define SERVICE_RESERVED_MAX 2
 
-/* The reserved sockets passed by systemd, until taken: fd -1 once taken or never passed. */
+/* The reserved sockets passed by systemd, until taken: l.fd -1 once taken or never passed.
+ * The control socket is a Unix socket, the metrics endpoint TCP. */
 static struct {
   const char *name;
-  int fd;
-} reserved[SERVICE_RESERVED_MAX] = {{SERVICE_NAME_CONTROL, -1}, {SERVICE_NAME_METRICS, -1}};
+  int family; /* AF_UNIX, or AF_INET for either TCP family */
+  const char *needs;
+  struct listener l;
+} reserved[SERVICE_RESERVED_MAX] = {
+  {SERVICE_NAME_CONTROL, AF_UNIX, "the control socket is a Unix socket (ListenStream=/PATH)",
+   {.fd = -1}},
+  {SERVICE_NAME_METRICS, AF_INET, "the metrics endpoint is a TCP socket (ListenStream=HOST:PORT)",
+   {.fd = -1}},
+};
 
 /* True once listeners came from systemd (directly, or through a restart): a restart then
  * passes their names on. */
@@ -85,6 +93,37 @@ static int service_socket_check(int fd, char *out, size_t size, int *family, con
   return 0;
 }
 
+/* Adopts the listening socket `fd` of `family`, described by `where` (service_socket_check),
+ * as listener l named `name`, its Unix socket file left in place at close. Returns 0, or
+ * -errno after one line on stderr. */
+static int service_adopt_as(int fd, int family, const char *where, const char *name,
+                            struct listener *l)
+{
+  char shown[LOG_SHOWN_MAX];
+  int rc;
+
+  if (family == AF_UNIX) {
+    rc = listen_adopt(l, fd, NULL, where + strlen("unix:"));
+  } else {
+    char host[INET6_ADDRSTRLEN + 2];
+    snprintf(host, sizeof host, "%.*s", (int)(strrchr(where, ':') - where), where);
+    if (host[0] == '[') {
+      memmove(host, host + 1, strlen(host));
+      host[strlen(host) - 1] = '\0';
+    }
+    rc = listen_adopt(l, fd, host, NULL);
+  }
+  if (rc < 0) {
+    fprintf(stderr, "diskgate serve: systemd socket '%s' (%s): %s\n",
+            log_escape_str(shown, sizeof shown, name), where, strerror(-rc));
+    return rc;
+  }
+  fcntl(fd, F_SETFD, FD_CLOEXEC);
+  l->keep_file = true;
+  snprintf(l->name, sizeof l->name, "%s", name);
+  return 0;
+}
+
 /* Adopts `fd` named `name` as listener l, or keeps it as a reserved socket (l untouched,
  * returns 1). Returns 0 when adopted, or -EINVAL after one line on stderr. */
 static int service_adopt_one(int fd, const char *name, struct listener *l)
@@ -101,35 +140,25 @@ static int service_adopt_one(int fd, const char *name, struct listener *l)
   }
   for (size_t i = 0; i < SERVICE_RESERVED_MAX; i++) {
     if (strcmp(name, reserved[i].name) == 0) {
-      if (reserved[i].fd >= 0) {
+      if (reserved[i].l.fd >= 0) {
         fprintf(stderr, "diskgate serve: systemd passed two sockets named '%s'\n", shown);
         return -EINVAL;
       }
-      fcntl(fd, F_SETFD, FD_CLOEXEC);
-      reserved[i].fd = fd;
+      if ((reserved[i].family == AF_UNIX) != (family == AF_UNIX)) {
+        fprintf(stderr, "diskgate serve: systemd socket '%s' (%s): %s\n", shown, where,
+                reserved[i].needs);
+        return -EINVAL;
+      }
+      if (service_adopt_as(fd, family, where, name, &reserved[i].l) < 0) {
+        return -EINVAL;
+      }
       log_info("systemd socket '%s': %s (kept for the %s)", shown, where, name);
       return 1;
     }
   }
-  if (family == AF_UNIX) {
-    rc = listen_adopt(l, fd, NULL, where + strlen("unix:"));
-  } else {
-    char host[INET6_ADDRSTRLEN + 2];
-    snprintf(host, sizeof host, "%.*s", (int)(strrchr(where, ':') - where), where);
-    if (host[0] == '[') {
-      memmove(host, host + 1, strlen(host));
-      host[strlen(host) - 1] = '\0';
-    }
-    rc = listen_adopt(l, fd, host, NULL);
+  if (service_adopt_as(fd, family, where, name, l) < 0) {
+    return -EINVAL;
   }
-  if (rc < 0) {
-    fprintf(stderr, "diskgate serve: systemd socket '%s' (%s): %s\n", shown, where,
-            strerror(-rc));
-    return rc;
-  }
-  fcntl(fd, F_SETFD, FD_CLOEXEC);
-  l->keep_file = true;
-  snprintf(l->name, sizeof l->name, "%s", name);
   log_info("systemd socket '%s': NBD listener on %s", shown, where);
   return 0;
 }
@@ -167,6 +196,9 @@ static int service_adopt_all(const int *fds, char **names, size_t n, struct list
       for (size_t j = 0; j < *nls; j++) {
         adopted = adopted || ls[j].fd == fds[i];
       }
+      for (size_t j = 0; j < SERVICE_RESERVED_MAX; j++) {
+        adopted = adopted || reserved[j].l.fd == fds[i];
+      }
       if (!adopted) {
         close(fds[i]);
       }
@@ -175,7 +207,7 @@ static int service_adopt_all(const int *fds, char **names, size_t n, struct list
       listen_close(&ls[i]);
     }
     for (size_t i = 0; i < SERVICE_RESERVED_MAX; i++) {
-      reserved[i].fd = -1;
+      listen_close(&reserved[i].l);
     }
     *nls = 0;
     return rc;
@@ -221,13 +253,14 @@ int service_listeners_take_all(struct listener *ls, size_t max, size_t *n)
   return rc;
 }
 
-int service_listener_take(const char *name)
+int service_listener_take(const char *name, struct listener *l)
 {
   for (size_t i = 0; i < SERVICE_RESERVED_MAX; i++) {
-    if (strcmp(name, reserved[i].name) == 0 && reserved[i].fd >= 0) {
-      int fd = reserved[i].fd;
-      reserved[i].fd = -1;
-      return fd;
+    if (strcmp(name, reserved[i].name) == 0 && reserved[i].l.fd >= 0) {
+      *l = reserved[i].l;
+      memset(&reserved[i].l, 0, sizeof reserved[i].l);
+      reserved[i].l.fd = -1;
+      return 0;
     }
   }
   return -ENOENT;
@@ -235,7 +268,7 @@ int service_listener_take(const char *name)
 
 int service_restart_env(const struct listener *ls, size_t n)
 {
-  char names[LISTEN_MAX * (sizeof ls[0].name + 1) + 1] = "";
+  char names[SERVICE_HANDOVER_MAX * (sizeof ls[0].name + 1) + 1] = "";
   size_t len = 0;
 
   if (!activated) {
@@ -253,14 +286,16 @@ void service_restart_env_clear(void)
   unsetenv(SERVICE_RESTART_NAMES_ENV);
 }
 
-int service_listeners_adopt_restart(const int *fds, size_t n, struct listener *ls)
+int service_listeners_adopt_restart(const int *fds, size_t n, struct listener *ls,
+                                    size_t *nls)
 {
   const char *v = getenv(SERVICE_RESTART_NAMES_ENV);
   char *copy, *save = NULL, *tok;
-  char *names[LISTEN_MAX] = {NULL};
-  size_t k = 0, nls = 0;
+  char *names[SERVICE_HANDOVER_MAX] = {NULL};
+  size_t k = 0;
   int rc;
 
+  *nls = 0;
   if (v == NULL) {
     return 0;
   }
@@ -270,7 +305,7 @@ int service_listeners_adopt_restart(const int *fds, size_t n, struct listener *l
     fprintf(stderr, "diskgate serve: out of memory\n");
     return -ENOMEM;
   }
-  for (tok = strtok_r(copy, ":", &save); tok != NULL && k < LISTEN_MAX;
+  for (tok = strtok_r(copy, ":", &save); tok != NULL && k < SERVICE_HANDOVER_MAX;
        tok = strtok_r(NULL, ":", &save)) {
     names[k++] = tok;
   }
@@ -280,7 +315,7 @@ int service_listeners_adopt_restart(const int *fds, size_t n, struct listener *l
     free(copy);
     return -EINVAL;
   }
-  rc = service_adopt_all(fds, names, n, ls, LISTEN_MAX, &nls);
+  rc = service_adopt_all(fds, names, n, ls, LISTEN_MAX, nls);
   free(copy);
   return rc < 0 ? rc : 1;
 }
