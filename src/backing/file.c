@@ -6,6 +6,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <linux/magic.h>
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -140,6 +142,14 @@ static int block_geometry(int fd, const struct stat *st, struct backing_geometry
   }
   geo->rotational = read_sysfs_flag(st, "rotational");
   return 0;
+}
+
+/* True when the file at fd lives on tmpfs or ramfs, whose page cache has no writeback. */
+static bool file_has_no_writeback(int fd)
+{
+  struct statfs sf;
+
+  return fstatfs(fd, &sf) == 0 && (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC);
 }
 
 /* The O_DIRECT alignment of a regular file: statx's dio_offset_align where the kernel
@@ -416,6 +426,7 @@ int backing_file_open(const char *path, const struct backing_options *opts,
   sync_channels_open(fb, path);
   pthread_mutex_init(&fb->gate_lock, NULL);
   stall_budget_init(&fb->inline_stalls);
+  fb->no_writeback = fb->is_regular && file_has_no_writeback(fb->fd_buffered);
   pthread_cond_init(&fb->gate_cond, NULL);
   /* A description for clients, which never reveals the host's paths. */
   fb->base.description = strdup(fb->is_block ? "block device" : fb->is_regular ? "raw file"

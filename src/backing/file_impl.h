@@ -30,6 +30,10 @@ struct file_backing {
   /* Inline page-cache writes (file_io.c, write_inline): how long they have blocked the
    * event loops, and whether they are off for it. */
   struct stall_budget inline_stalls;
+  /* The file is on tmpfs or ramfs: its page cache has no writeback, no journal and no
+   * dirty-page throttling, the blocking io-wq would spare the loops, so inline writes stay
+   * on whatever the budget would say (a loop preempted mid-write looks blocked to it). */
+  bool no_writeback;
 };
 
 /* The data path (file_io.c): vtable.submit. Contract as backing_submit(). */

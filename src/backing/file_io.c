@@ -534,7 +534,8 @@ static void call_complete(struct engine_req *req, ssize_t result)
  * Its risk is a pwrite that blocks (the journal, dirty-page throttling) and stalls the
  * loop's other connections: fb->inline_stalls (stall_budget.h) turns inline writes off
  * for STALL_BACKOFF_NS once writes slower than STALL_COUNT_NS have blocked the loops for
- * more than STALL_BUDGET_NS in a STALL_WINDOW_NS window.
+ * more than STALL_BUDGET_NS in a STALL_WINDOW_NS window; on tmpfs and ramfs, which have
+ * none of those, they stay on (file_impl.h, no_writeback).
  * Only for event loops (op->nonblocking), the page cache (--cache writeback or
  * writethrough: a write-through write's sync is the group commit's, after this returns),
  * plain writes (not RWF_DSYNC: those wait for the disk) of at most WRITE_INLINE_MAX bytes. */
@@ -559,6 +560,11 @@ static bool write_inline(struct file_backing *fb, struct backing_op *op, struct 
   if (req->opcode != ENGINE_WRITE || req->rw_flags != 0 || !op->nonblocking ||
       cache_mode_is_direct(fb->base.opts.cache) || op->length > WRITE_INLINE_MAX) {
     return false;
+  }
+  if (fb->no_writeback) {
+    n = pwrite(req->fd, req->buf, req->len, (off_t)req->offset);
+    rw_complete(req, n < 0 ? -errno : n);
+    return true;
   }
   start = monotonic_ns();
   if (!stall_budget_allows(&fb->inline_stalls, start)) {

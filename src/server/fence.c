@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* fence.c: see fence.h. A list under one mutex: entries are few (in-flight writes), and the
- * common case, one connection, never waits. */
+/* fence.c: see fence.h. A list of the entries in flight and its granule index, under one
+ * mutex; the common case, one connection, never waits. */
 #include "server/fence.h"
 
 #include <assert.h>
 #include <stdbool.h>
+#include <stdlib.h>
 
 void fence_init(struct fence *f)
 {
@@ -14,13 +15,88 @@ void fence_init(struct fence *f)
   f->waiters = NULL;
   f->waiters_tail = NULL;
   f->next_seq = 0;
+  f->buckets = NULL;
+  f->long_entries = NULL;
 }
 
 void fence_destroy(struct fence *f)
 {
-  assert(f->head == NULL && f->waiters == NULL);
+  assert(f->head == NULL && f->waiters == NULL && f->long_entries == NULL);
+  free(f->buckets);
+  f->buckets = NULL;
   pthread_mutex_destroy(&f->lock);
   pthread_cond_destroy(&f->cond);
+}
+
+/* The first and last granule [offset, offset+length) touches (a zero length: its offset's). */
+static void granule_span(const struct fence_entry *e, uint64_t *first, uint64_t *last)
+{
+  *first = e->offset >> FENCE_GRANULE_SHIFT;
+  *last = (e->offset + (e->length > 0 ? e->length - 1 : 0)) >> FENCE_GRANULE_SHIFT;
+}
+
+/* The bucket of granule g: Fibonacci hashing, so that the granules of one region spread. */
+static struct fence_node **bucket_of(const struct fence *f, uint64_t g)
+{
+  return &f->buckets[((g * 0x9E3779B97F4A7C15ull) >> 32) % FENCE_BUCKETS];
+}
+
+static void node_push(struct fence_node **head, struct fence_node *n, struct fence_entry *e)
+{
+  n->entry = e;
+  n->prev = NULL;
+  n->next = *head;
+  if (*head != NULL) {
+    (*head)->prev = n;
+  }
+  *head = n;
+}
+
+static void node_remove(struct fence_node **head, struct fence_node *n)
+{
+  if (n->prev != NULL) {
+    n->prev->next = n->next;
+  } else {
+    *head = n->next;
+  }
+  if (n->next != NULL) {
+    n->next->prev = n->prev;
+  }
+  n->entry = NULL;
+}
+
+/* Links entry (its nodes unlinked) into the index: into its granules' buckets, or onto the
+ * long list. Caller holds f->lock; f->buckets is set. */
+static void index_add(struct fence *f, struct fence_entry *entry)
+{
+  uint64_t first, last;
+
+  granule_span(entry, &first, &last);
+  entry->long_entry = last - first >= FENCE_ENTRY_GRANULES;
+  if (entry->long_entry) {
+    node_push(&f->long_entries, &entry->nodes[0], entry);
+    return;
+  }
+  for (uint64_t g = first; g <= last; g++) {
+    node_push(bucket_of(f, g), &entry->nodes[g - first], entry);
+  }
+}
+
+/* Unlinks entry from the index (if it is in it). Caller holds f->lock. */
+static void index_remove(struct fence *f, struct fence_entry *entry)
+{
+  uint64_t first, last;
+
+  if (entry->long_entry) {
+    node_remove(&f->long_entries, &entry->nodes[0]);
+    return;
+  }
+  granule_span(entry, &first, &last);
+  for (uint64_t g = first; g <= last; g++) {
+    if (entry->nodes[g - first].entry != NULL) {
+      node_remove(bucket_of(f, g), &entry->nodes[g - first]);
+    }
+  }
 }
 
 static bool overlaps(const struct fence_entry *e, uint64_t offset, uint64_t length)
@@ -30,26 +106,63 @@ static bool overlaps(const struct fence_entry *e, uint64_t offset, uint64_t leng
   return e->offset < offset + length && offset < e->offset + e->length;
 }
 
-/* True when an entry that arrived before `entry` (it is linked after it: the list is newest
- * first) from another owner overlaps it: running or still waiting, it must end first.
- * Waiting for the waiting ones too keeps overlapping writes of different connections in
- * arrival order: a write parked behind a stalled one (a dead connection's, say) must not
- * land after a newer overlapping write is acknowledged. Waits only ever go to
- * older entries, so they form no cycle. `entry` is linked. Caller holds f->lock. */
-static bool blocked_by_older(const struct fence_entry *entry)
+/* True when e arrived before `entry`, from another owner, and overlaps it: running or
+ * still waiting, it must end first. Waiting for the waiting ones too keeps overlapping
+ * writes of different connections in arrival order: a write parked behind a stalled one (a
+ * dead connection's, say) must not land after a newer overlapping write is acknowledged.
+ * Waits only ever go to older entries, so they form no cycle. */
+static bool blocks(const struct fence_entry *e, const struct fence_entry *entry)
 {
-  for (const struct fence_entry *e = entry->next; e != NULL; e = e->next) {
-    assert(e->seq < entry->seq);
-    if (e->owner != entry->owner && overlaps(e, entry->offset, entry->length)) {
+  return e->seq < entry->seq && e->owner != entry->owner &&
+         overlaps(e, entry->offset, entry->length);
+}
+
+/* True when some entry blocks `entry` (which is linked). An older entry that overlaps it
+ * shares a granule with it, so it is in one of the buckets of entry's granules, or on the
+ * long list, after entry's own node there (lists are newest first); without an index, or for an entry over more than FENCE_SCAN_GRANULES
+ * granules, the older entries (after it in the list: newest first) are scanned. Caller
+ * holds f->lock. */
+static bool blocked_by_older(const struct fence *f, const struct fence_entry *entry)
+{
+  uint64_t first, last;
+
+  granule_span(entry, &first, &last);
+  if (f->buckets == NULL || last - first >= FENCE_SCAN_GRANULES) {
+    for (const struct fence_entry *e = entry->next; e != NULL; e = e->next) {
+      assert(e->seq < entry->seq);
+      if (blocks(e, entry)) {
+        return true;
+      }
+    }
+    return false;
+  }
+  /* Lists are newest first: from entry's own node on, only older entries follow */
+  for (uint64_t g = first; g <= last; g++) {
+    const struct fence_node *n = entry->long_entry ? *bucket_of(f, g)
+                                                   : entry->nodes[g - first].next;
+    for (; n != NULL; n = n->next) {
+      if (blocks(n->entry, entry)) {
+        return true;
+      }
+    }
+  }
+  for (const struct fence_node *n = entry->long_entry ? entry->nodes[0].next : f->long_entries;
+       n != NULL; n = n->next) {
+    if (blocks(n->entry, entry)) {
       return true;
     }
   }
   return false;
 }
 
-/* Links entry in, as the newest. Caller holds f->lock. */
+/* Links entry in, as the newest, and into the index. The index is made when nothing is in
+ * flight (so every entry linked while it exists is in it); while it cannot be, checks scan
+ * every entry. Caller holds f->lock. */
 static void fence_link(struct fence *f, struct fence_entry *entry)
 {
+  if (f->buckets == NULL && f->head == NULL) {
+    f->buckets = calloc(FENCE_BUCKETS, sizeof *f->buckets);
+  }
   entry->seq = f->next_seq++;
   entry->prev = NULL;
   entry->next = f->head;
@@ -57,6 +170,13 @@ static void fence_link(struct fence *f, struct fence_entry *entry)
     f->head->prev = entry;
   }
   f->head = entry;
+  entry->long_entry = false;
+  for (size_t i = 0; i < FENCE_ENTRY_GRANULES; i++) {
+    entry->nodes[i].entry = NULL;
+  }
+  if (f->buckets != NULL) {
+    index_add(f, entry);
+  }
 }
 
 /* Fills in what the entry covers. */
@@ -130,7 +250,7 @@ void fence_begin(struct fence *f, struct fence_entry *entry, const void *owner,
   entry_set(entry, owner, offset, length, NULL);
   pthread_mutex_lock(&f->lock);
   fence_link(f, entry); /* linked while it waits: later overlapping writes wait for it */
-  while (blocked_by_older(entry)) {
+  while (blocked_by_older(f, entry)) {
     pthread_cond_wait(&f->cond, &f->lock);
   }
   pthread_mutex_unlock(&f->lock);
@@ -144,7 +264,7 @@ bool fence_begin_async(struct fence *f, struct fence_entry *entry, const void *o
   entry_set(entry, owner, offset, length, ready);
   pthread_mutex_lock(&f->lock);
   fence_link(f, entry); /* linked even when parked: later overlapping writes wait for it */
-  ok = !blocked_by_older(entry);
+  ok = !blocked_by_older(f, entry);
   if (!ok) {
     list_append(&f->waiters, &f->waiters_tail, entry);
   }
@@ -157,6 +277,9 @@ void fence_end(struct fence *f, struct fence_entry *entry)
   struct fence_entry *go = NULL, *go_tail = NULL, *prev = NULL, *w, *next;
 
   pthread_mutex_lock(&f->lock);
+  if (f->buckets != NULL) {
+    index_remove(f, entry);
+  }
   if (entry->prev != NULL) {
     entry->prev->next = entry->next;
   } else {
@@ -175,7 +298,7 @@ void fence_end(struct fence *f, struct fence_entry *entry)
     next = w->wait_next;
     bool was_blocker = entry->seq < w->seq && entry->owner != w->owner &&
                        overlaps(entry, w->offset, w->length);
-    if (!was_blocker || blocked_by_older(w)) {
+    if (!was_blocker || blocked_by_older(f, w)) {
       prev = w;
       continue;
     }
