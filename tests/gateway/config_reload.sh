@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # SIGHUP under --config (reload.h): the file read again and the running exports made to
-# match it, while a client of an untouched export writes and verifies throughout:
+# match it, while fio (verify=crc32c) writes and verifies on an untouched export throughout:
 #  - an export only in the file is added, one only in the server (also one `ctl add` made)
 #    is removed, descriptions and allow lists change in place, the default moves;
 #  - an export whose path changed is left as it was, with a line naming it;
@@ -77,4 +77,4 @@ assert_eq "$(ctl list | tail -n +2 | wc -l)" 3 "exports after a bad file"
 
 gw_load_end
 dg_stop
-pass "SIGHUP reload: added, removed, changed in place, not applied, bad file; export a untouched ($GW_LOAD_ROUNDS rounds)"
+pass "SIGHUP reload: added, removed, changed in place, not applied, bad file; export a untouched (fio read back $GW_LOAD_ROUNDS blocks)"

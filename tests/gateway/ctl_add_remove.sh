@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Exports added and removed while the server runs (`diskgate ctl add|remove`, export_table.h),
-# with a client writing and verifying on an untouched export all along (it must never see an
+# with fio (verify=crc32c) writing and verifying on an untouched export all along (it must never see an
 # error or a wrong byte):
 #  - add: the new export is listed (NBD_OPT_LIST, ctl list) and served; mistakes are refused
 #    with the config file's messages; a name taken, or a second default, is refused.
@@ -148,4 +148,4 @@ assert_eq "$(ls "/proc/$DG_PID/fd" | wc -l)" "$fds_before" "open descriptors aft
 
 gw_load_end
 dg_stop
-pass "ctl add/remove: drained removals, --force, a silent client, 1,000 cycles; export a untouched ($GW_LOAD_ROUNDS rounds)"
+pass "ctl add/remove: drained removals, --force, a silent client, 1,000 cycles; export a untouched (fio read back $GW_LOAD_ROUNDS blocks)"
