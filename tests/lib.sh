@@ -229,3 +229,27 @@ dg_strace() {
   done
   ! grep -q "TracerPid:[[:space:]]*0$" /proc/"$DG_PID"/task/*/status || fail "strace did not attach"
 }
+
+# dg_usr2_restart PID LOG: SIGUSR2 to the server PID (a child of this shell), which must
+# exit 0 once the new server it started (named in LOG) has taken over; sets DG_NEW_PID
+# and adds it to DG_PIDS.
+dg_usr2_restart() {
+  local rc=0
+  kill -USR2 "$1"
+  wait "$1" || rc=$?
+  assert_eq "$rc" 0 "the old server's exit status"
+  DG_NEW_PID=$(sed -n 's/.*the new server (pid \([0-9]*\)).*/\1/p' "$2")
+  [ -n "$DG_NEW_PID" ] || { cat "$2" >&2; fail "no new server"; }
+  DG_PIDS+=("$DG_NEW_PID")
+}
+
+# dg_planes_answer WHAT CTL MPORT PATH LOG: the control socket CTL lists the export of
+# PATH, and the metrics endpoint on 127.0.0.1:MPORT has counted writes; WHAT names the
+# moment in the failure (LOG is shown).
+dg_planes_answer() {
+  "$DISKGATE" ctl --control "$2" list >"$T/list" || { cat "$5" >&2; fail "ctl list $1"; }
+  grep -F "$4" "$T/list" >/dev/null || { cat "$T/list" >&2; fail "ctl list $1: no $4"; }
+  curl -sf "http://127.0.0.1:$3/metrics" >"$T/scrape" || fail "metrics scrape $1"
+  grep -E '^diskgate_requests_total\{export="",op="write"\} [1-9]' "$T/scrape" >/dev/null ||
+    { cat "$T/scrape" >&2; fail "metrics scrape $1: no writes counted"; }
+}

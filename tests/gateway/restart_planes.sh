@@ -14,29 +14,17 @@ MPORT=$(free_port)
 dg_start --control "$CTL" --metrics "127.0.0.1:$MPORT" "$T/d.img"
 old=$DG_PID
 
-planes_answer() { # what: the control socket lists the export, the metrics endpoint counts
-  "$DISKGATE" ctl --control "$CTL" list >"$T/list" || { cat "$DG_LOG" >&2; fail "ctl list $1"; }
-  grep -F "$T/d.img" "$T/list" >/dev/null || { cat "$T/list" >&2; fail "ctl list $1: no path"; }
-  curl -sf "http://127.0.0.1:$MPORT/metrics" >"$T/scrape" || fail "metrics scrape $1"
-  grep -E '^diskgate_requests_total\{export="",op="write"\} [1-9]' "$T/scrape" >/dev/null ||
-    { cat "$T/scrape" >&2; fail "metrics scrape $1: no writes counted"; }
-}
 head -c 64K /dev/urandom >"$T/a.bin"
 nbdcopy "$T/a.bin" "$DG_UNIX" || fail "write before SIGUSR2"
-planes_answer "before SIGUSR2"
+dg_planes_answer "before SIGUSR2" "$CTL" "$MPORT" "$T/d.img" "$DG_LOG"
 
-kill -USR2 "$old"
-rc=0
-wait "$old" || rc=$?
-assert_eq "$rc" 0 "the old server's exit status"
-new=$(sed -n 's/.*the new server (pid \([0-9]*\)).*/\1/p' "$DG_LOG")
-[ -n "$new" ] || { cat "$DG_LOG" >&2; fail "no new server"; }
-DG_PIDS+=("$new")
+dg_usr2_restart "$old" "$DG_LOG"
+new=$DG_NEW_PID
 grep -F "metrics no longer served here: the new server serves them" "$DG_LOG" >/dev/null ||
   { cat "$DG_LOG" >&2; fail "no line saying the metrics moved"; }
 wait_until 10 test -S "$CTL" || { cat "$DG_LOG" >&2; fail "the new server has no control socket"; }
 nbdcopy "$T/a.bin" "$DG_UNIX" || fail "write after SIGUSR2"
-planes_answer "after SIGUSR2"
+dg_planes_answer "after SIGUSR2" "$CTL" "$MPORT" "$T/d.img" "$DG_LOG"
 assert_eq "$(stat -c %a "$CTL")" 600 "the new control socket's mode"
 
 kill -TERM "$new"

@@ -58,33 +58,21 @@ grep -F "control: serving on systemd's socket 'control', not on --control $T/not
 grep -F "the control socket $C is mode" "$T/log" >/dev/null ||
   { cat "$T/log" >&2; fail "no warning on the control socket's mode"; }
 [ ! -e "$T/not-this.sock" ] || fail "--control was bound beside systemd's control socket"
-planes_answer() { # what: the control socket lists the export, the metrics endpoint counts
-  "$DISKGATE" ctl --control "$C" list >"$T/list" || { cat "$T/log" >&2; fail "ctl list $1"; }
-  grep -F "$T/d.img" "$T/list" >/dev/null || { cat "$T/list" >&2; fail "ctl list $1: no export"; }
-  curl -sf "http://127.0.0.1:$MP/metrics" >"$T/scrape" || fail "metrics scrape $1"
-  grep -E '^diskgate_requests_total\{export="",op="write"\} [1-9]' "$T/scrape" >/dev/null ||
-    { cat "$T/scrape" >&2; fail "metrics scrape $1: no writes counted"; }
-}
-planes_answer "at start"
+dg_planes_answer "at start" "$C" "$MP" "$T/d.img" "$T/log"
 grep -F "nbd://127.0.0.1:$P/" "$T/out" >/dev/null || fail "the TCP URI is not the passed socket's"
 wait_until 10 grep -F "STATUS=serving 1 export, 0 connections" "$T/notes" >/dev/null ||
   { cat "$T/notes" >&2; fail "no STATUS line"; }
 
 # SIGUSR2: a new process on the same sockets
-kill -USR2 "$pid"
-rc=0
-wait "$pid" || rc=$?
-assert_eq "$rc" 0 "the old server's exit status"
-new=$(sed -n 's/.*the new server (pid \([0-9]*\)).*/\1/p' "$T/log")
-[ -n "$new" ] || { cat "$T/log" >&2; fail "no new server"; }
-DG_PIDS+=("$new")
+dg_usr2_restart "$pid" "$T/log"
+new=$DG_NEW_PID
 grep -F "MAINPID=$new" "$T/notes" >/dev/null || { cat "$T/notes" >&2; fail "no MAINPID=$new"; }
 [ -S "$S" ] || fail "the old server removed systemd's socket file"
 head -c 1M /dev/urandom >"$T/b.bin"
 nbdcopy "$T/b.bin" "nbd+unix:///?socket=$S" || { cat "$T/log" >&2; fail "write through Unix after SIGUSR2"; }
 nbdcopy "nbd://127.0.0.1:$P/" "$T/back2.bin"
 cmp -n 1048576 "$T/b.bin" "$T/back2.bin" || fail "read through TCP after SIGUSR2 differs"
-planes_answer "after SIGUSR2"
+dg_planes_answer "after SIGUSR2" "$C" "$MP" "$T/d.img" "$T/log"
 assert_eq "$(grep -cF "systemd socket 'control': unix:$C (kept for the control)" "$T/log")" 2 \
   "lines taking the control socket (start, new server)"
 assert_eq "$(grep -c "READY=1" "$T/notes")" 2 "READY=1 messages (start, new server)"
