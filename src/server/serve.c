@@ -555,6 +555,25 @@ static void serve_publish(struct serve_config *cfg, const struct config_file *cf
   }
 }
 
+/* Releases what a serve_start that failed had taken: the listeners ls[0..nls), the
+ * control and metrics listeners, the config's nexports exports (or, without a config, the
+ * one export e). Main thread. */
+static void serve_start_undo(struct listener *ls, size_t nls, struct serve_planes *planes,
+                             struct export **exports, size_t nexports, struct export *e)
+{
+  for (size_t i = 0; i < nls; i++) {
+    listen_close(&ls[i]);
+  }
+  serve_planes_close(planes);
+  for (size_t i = 0; exports != NULL && i < nexports; i++) {
+    export_destroy(exports[i]);
+  }
+  free(exports);
+  if (nexports == 0) {
+    export_destroy(e);
+  }
+}
+
 int serve_main(int argc, char **argv)
 {
   struct serve_config cfg = {0};
@@ -610,17 +629,7 @@ int serve_main(int argc, char **argv)
   status = serve_start(&cfg, &cf, engine, &pid_file, &server, &e, ls, &nls, &planes,
                        &exports);
   if (status != 0) {
-    for (size_t i = 0; i < nls; i++) {
-      listen_close(&ls[i]);
-    }
-    serve_planes_close(&planes);
-    for (size_t i = 0; exports != NULL && i < cf.nexports; i++) {
-      export_destroy(exports[i]);
-    }
-    free(exports);
-    if (cf.nexports == 0) {
-      export_destroy(e);
-    }
+    serve_start_undo(ls, nls, &planes, exports, cf.nexports, e);
     config_file_free(&cf);
     engine_destroy(engine);
     tls_server_teardown();
