@@ -104,7 +104,7 @@ static void control_export_list(struct server *s, size_t i, cJSON *o)
   const struct export *e = s->exports[i];
 
   cJSON_AddStringToObject(o, "name", e->name);
-  cJSON_AddStringToObject(o, "path", e->path != NULL ? e->path : "");
+  cJSON_AddStringToObject(o, "path", e->spec);
   cJSON_AddStringToObject(o, "description", export_description(e));
   cJSON_AddBoolToObject(o, "read_only", e->read_only);
   cJSON_AddBoolToObject(o, "default", e == s->default_export);

@@ -17,8 +17,8 @@
 #define EXPORT_ATTACH_RETRY_S 1
 
 /* Everything but the backing and its geometry. Returns 0 or -ENOMEM / -ENAMETOOLONG. */
-static int export_alloc(const char *name, bool read_only, enum sync_mode sync,
-                        struct export **out)
+static int export_alloc(const char *name, const char *spec, bool read_only,
+                        enum sync_mode sync, struct export **out)
 {
   struct export *e;
 
@@ -31,10 +31,14 @@ static int export_alloc(const char *name, bool read_only, enum sync_mode sync,
   }
   e->name = strdup(name);
   e->description = strdup("");
+  e->spec = strdup(spec);
   log_escape(e->log_name, sizeof e->log_name, name, strlen(name));
-  if (e->name == NULL || e->description == NULL || durability_export_open(e) < 0) {
+  log_escape_str(e->log_spec, sizeof e->log_spec, spec);
+  if (e->name == NULL || e->description == NULL || e->spec == NULL ||
+      durability_export_open(e) < 0) {
     free(e->name);
     free(e->description);
+    free(e->spec);
     free(e);
     return -ENOMEM;
   }
@@ -90,11 +94,11 @@ static int export_take_backing(struct export *e, struct backing *b)
   return 0;
 }
 
-int export_create(const char *name, struct backing *backing, bool read_only,
-                  enum sync_mode sync, struct export **out)
+int export_create(const char *name, const char *spec, struct backing *backing,
+                  bool read_only, enum sync_mode sync, struct export **out)
 {
   struct export *e;
-  int rc = export_alloc(name, read_only, sync, &e);
+  int rc = export_alloc(name, spec, read_only, sync, &e);
 
   if (rc < 0) {
     return rc;
@@ -114,16 +118,10 @@ int export_create_lazy(const char *name, const char *spec, const struct backing_
                        bool read_only, enum sync_mode sync, struct export **out)
 {
   struct export *e;
-  int rc = export_alloc(name, read_only, sync, &e);
+  int rc = export_alloc(name, spec, read_only, sync, &e);
 
   if (rc < 0) {
     return rc;
-  }
-  e->spec = strdup(spec);
-  log_escape_str(e->log_spec, sizeof e->log_spec, spec);
-  if (e->spec == NULL || export_set_path(e, spec) < 0) {
-    export_destroy(e);
-    return -ENOMEM;
   }
   e->opts = *opts;
   /* copies: a config's strings or a ctl request's go before the export does */
@@ -206,7 +204,6 @@ int export_attach(struct export *e)
   if (export_is_attached(e)) {
     return 0;
   }
-  assert(e->spec != NULL);
   pthread_mutex_lock(&e->attach_lock);
   if (atomic_load_explicit(&e->attached, memory_order_relaxed)) {
     rc = 0;
@@ -273,18 +270,6 @@ uint16_t export_transmission_flags(const struct export *e, bool structured_repli
   return flags;
 }
 
-int export_set_path(struct export *e, const char *path)
-{
-  char *copy = strdup(path);
-
-  if (copy == NULL) {
-    return -ENOMEM;
-  }
-  free(e->path);
-  e->path = copy;
-  return 0;
-}
-
 void export_destroy(struct export *e)
 {
   if (e == NULL) {
@@ -295,14 +280,11 @@ void export_destroy(struct export *e)
   fence_destroy(&e->fence);
   pthread_mutex_destroy(&e->attach_lock);
   free(e->spec);
-  if (e->spec != NULL) { /* export_create_lazy's copies */
-    free((char *)e->opts.ceph_conf);
-    free((char *)e->opts.ceph_id);
-  }
+  free((char *)e->opts.ceph_conf); /* export_create_lazy's copies; NULL otherwise */
+  free((char *)e->opts.ceph_id);
   free(e->name);
   free(e->operator_description);
   free(e->settings);
-  free(e->path);
   free(e->allow_text);
   export_allow_free(e->allow);
   free(e->description);

@@ -42,8 +42,6 @@ struct export {
   struct export_allow *allow;
   char *allow_text;        /* what `allow =` said, owned, or NULL; under the server's lock */
   char *settings;          /* what a reload compares (serve_export_settings), owned; or NULL */
-  char *path;              /* what the operator named (a file, a device, rbd:...), owned; or
-                              NULL: ctl list shows it (export_set_path) */
   /* export_table.c, under the server's lock: references held (connections that selected
    * it, option handlers using it) and whether it left the table */
   unsigned refs;
@@ -71,7 +69,8 @@ struct export {
   struct fence fence;      /* orders overlapping writes across connections (case C12) */
   struct group_commit *group_commit; /* server/durability.c's state, owned */
   struct metrics_export metrics; /* counts of its closed connections, its syncs (metrics.h) */
-  /* Lazy attach (costly backings, a Ceph image): spec and options to open it with. */
+  /* What the operator named (a file, a device, rbd:...), owned: ctl list shows it, and a
+   * lazy export (a costly backing, a Ceph image) opens it with opts at its first attach. */
   char *spec;
   char log_spec[LOG_SHOWN_MAX]; /* spec escaped for log lines (log_escape_str) */
   struct backing_options opts;
@@ -82,11 +81,11 @@ struct export {
   struct timespec attach_failed_at; /* CLOCK_MONOTONIC, under attach_lock */
 };
 
-/* Makes an export over an open backing (ownership passes to the export); it is attached
- * from the start. Returns 0 and *out, or -ENOMEM / -ENAMETOOLONG (name over 4096 bytes).
- * Main thread. */
-int export_create(const char *name, struct backing *backing, bool read_only,
-                  enum sync_mode sync, struct export **out);
+/* Makes an export over an open backing (ownership passes to the export), opened from
+ * `spec` (recorded: e->spec); it is attached from the start. Returns 0 and *out, or
+ * -ENOMEM / -ENAMETOOLONG (name over 4096 bytes). Main thread. */
+int export_create(const char *name, const char *spec, struct backing *backing,
+                  bool read_only, enum sync_mode sync, struct export **out);
 
 /* Makes an export whose backing (spec, opened with opts; opts' strings are copied; then stacked as e->format and e->snapshot say, which the caller sets before any
  * connection: export_open.h) is opened only by the first export_attach: for backings that are costly to open,
@@ -108,11 +107,6 @@ int export_attach(struct export *e);
  * else the backing's once attached, else "". Any thread holding the server's lock (the
  * operator's changes on reload), or before the export is published. */
 const char *export_description(const struct export *e);
-
-/* Records `path`, what the operator named for e (a copy), for ctl list; a lazy export has
- * its spec recorded already. Returns 0 or -ENOMEM. Main or control thread, before e is
- * published. */
-int export_set_path(struct export *e, const char *path);
 
 /* True once the backing is open. Any thread. */
 bool export_is_attached(const struct export *e);

@@ -118,14 +118,10 @@ static int open_export_stack(const struct serve_config *cfg, const struct backin
     return cli_startup_status(rc);
   }
   /* export_create adds the backing's own read-only (an RBD snapshot) to --read-only. */
-  rc = export_create(cfg->export_name, top, cfg->opts.read_only, cfg->opts.sync, out);
+  rc = export_create(cfg->export_name, cfg->path, top, cfg->opts.read_only, cfg->opts.sync,
+                     out);
   if (rc < 0) {
     backing_close(top);
-  } else if ((rc = export_set_path(*out, cfg->path)) < 0) {
-    export_destroy(*out);
-    *out = NULL;
-  }
-  if (rc < 0) {
     fprintf(stderr, "diskgate serve: %s\n", strerror(-rc));
     return 1;
   }

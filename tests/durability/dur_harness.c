@@ -61,7 +61,7 @@ int harness_setup_cache(void **state, enum cache_mode cache)
   assert_int_equal(backing_open(spec, &opts, &c->b), 0);
   assert_true(backing_is_faulty(c->b));
   assert_false(c->b->geo.can_fua);
-  assert_int_equal(export_create("t", c->b, false, SYNC_FULL, &c->e), 0);
+  assert_int_equal(export_create("t", spec, c->b, false, SYNC_FULL, &c->e), 0);
   c->write_through = cache_mode_writes_through(cache);
   pthread_mutex_init(&c->lock, NULL);
   pthread_cond_init(&c->cond, NULL);
