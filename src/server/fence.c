@@ -28,11 +28,13 @@ void fence_destroy(struct fence *f)
   pthread_cond_destroy(&f->cond);
 }
 
-/* The first and last granule [offset, offset+length) touches (a zero length: its offset's). */
-static void granule_span(const struct fence_entry *e, uint64_t *first, uint64_t *last)
+/* The first and last granule [offset, offset+length) touches (a zero length: its offset's);
+ * returns true for a long entry (more than FENCE_ENTRY_GRANULES granules: on the long list). */
+static bool granule_span(const struct fence_entry *e, uint64_t *first, uint64_t *last)
 {
   *first = e->offset >> FENCE_GRANULE_SHIFT;
   *last = (e->offset + (e->length > 0 ? e->length - 1 : 0)) >> FENCE_GRANULE_SHIFT;
+  return *last - *first >= FENCE_ENTRY_GRANULES;
 }
 
 /* The bucket of granule g: Fibonacci hashing, so that the granules of one region spread. */
@@ -62,18 +64,15 @@ static void node_remove(struct fence_node **head, struct fence_node *n)
   if (n->next != NULL) {
     n->next->prev = n->prev;
   }
-  n->entry = NULL;
 }
 
-/* Links entry (its nodes unlinked) into the index: into its granules' buckets, or onto the
- * long list. Caller holds f->lock; f->buckets is set. */
+/* Links entry into the index: into its granules' buckets, or onto the long list. Caller
+ * holds f->lock; f->buckets is set. */
 static void index_add(struct fence *f, struct fence_entry *entry)
 {
   uint64_t first, last;
 
-  granule_span(entry, &first, &last);
-  entry->long_entry = last - first >= FENCE_ENTRY_GRANULES;
-  if (entry->long_entry) {
+  if (granule_span(entry, &first, &last)) {
     node_push(&f->long_entries, &entry->nodes[0], entry);
     return;
   }
@@ -82,20 +81,17 @@ static void index_add(struct fence *f, struct fence_entry *entry)
   }
 }
 
-/* Unlinks entry from the index (if it is in it). Caller holds f->lock. */
+/* Unlinks entry from the index (index_add linked it). Caller holds f->lock. */
 static void index_remove(struct fence *f, struct fence_entry *entry)
 {
   uint64_t first, last;
 
-  if (entry->long_entry) {
+  if (granule_span(entry, &first, &last)) {
     node_remove(&f->long_entries, &entry->nodes[0]);
     return;
   }
-  granule_span(entry, &first, &last);
   for (uint64_t g = first; g <= last; g++) {
-    if (entry->nodes[g - first].entry != NULL) {
-      node_remove(bucket_of(f, g), &entry->nodes[g - first]);
-    }
+    node_remove(bucket_of(f, g), &entry->nodes[g - first]);
   }
 }
 
@@ -119,14 +115,14 @@ static bool blocks(const struct fence_entry *e, const struct fence_entry *entry)
 
 /* True when some entry blocks `entry` (which is linked). An older entry that overlaps it
  * shares a granule with it, so it is in one of the buckets of entry's granules, or on the
- * long list, after entry's own node there (lists are newest first); without an index, or for an entry over more than FENCE_SCAN_GRANULES
- * granules, the older entries (after it in the list: newest first) are scanned. Caller
- * holds f->lock. */
+ * long list, after entry's own node there (lists are newest first); without an index, or
+ * for an entry over more than FENCE_SCAN_GRANULES granules, the older entries (after it in
+ * the list of every entry) are scanned. Caller holds f->lock. */
 static bool blocked_by_older(const struct fence *f, const struct fence_entry *entry)
 {
   uint64_t first, last;
+  bool long_entry = granule_span(entry, &first, &last);
 
-  granule_span(entry, &first, &last);
   if (f->buckets == NULL || last - first >= FENCE_SCAN_GRANULES) {
     for (const struct fence_entry *e = entry->next; e != NULL; e = e->next) {
       assert(e->seq < entry->seq);
@@ -138,15 +134,14 @@ static bool blocked_by_older(const struct fence *f, const struct fence_entry *en
   }
   /* Lists are newest first: from entry's own node on, only older entries follow */
   for (uint64_t g = first; g <= last; g++) {
-    const struct fence_node *n = entry->long_entry ? *bucket_of(f, g)
-                                                   : entry->nodes[g - first].next;
+    const struct fence_node *n = long_entry ? *bucket_of(f, g) : entry->nodes[g - first].next;
     for (; n != NULL; n = n->next) {
       if (blocks(n->entry, entry)) {
         return true;
       }
     }
   }
-  for (const struct fence_node *n = entry->long_entry ? entry->nodes[0].next : f->long_entries;
+  for (const struct fence_node *n = long_entry ? entry->nodes[0].next : f->long_entries;
        n != NULL; n = n->next) {
     if (blocks(n->entry, entry)) {
       return true;
@@ -170,10 +165,6 @@ static void fence_link(struct fence *f, struct fence_entry *entry)
     f->head->prev = entry;
   }
   f->head = entry;
-  entry->long_entry = false;
-  for (size_t i = 0; i < FENCE_ENTRY_GRANULES; i++) {
-    entry->nodes[i].entry = NULL;
-  }
   if (f->buckets != NULL) {
     index_add(f, entry);
   }

@@ -49,10 +49,9 @@ struct fence_entry {
   const void *owner;        /* the connection */
   uint64_t seq;             /* arrival order on the export */
   struct fence_entry *prev, *next; /* every entry, newest first */
-  /* nodes[i] links it into the bucket of its i-th granule (nodes[i].entry NULL: no such
-   * granule, or no index); a long entry: nodes[0] on the long list */
+  /* with the index, nodes[i] links it into the bucket of its i-th granule; a long entry
+   * (over more than FENCE_ENTRY_GRANULES granules): nodes[0] on the long list */
   struct fence_node nodes[FENCE_ENTRY_GRANULES];
-  bool long_entry;
   /* fence_begin_async: called once registered, after a wait */
   void (*ready)(struct fence_entry *entry);
   struct fence_entry *wait_next; /* the fence's parked entries, in arrival order */
