@@ -6,9 +6,9 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <linux/magic.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

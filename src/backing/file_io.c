@@ -561,18 +561,13 @@ static bool write_inline(struct file_backing *fb, struct backing_op *op, struct 
       cache_mode_is_direct(fb->base.opts.cache) || op->length > WRITE_INLINE_MAX) {
     return false;
   }
-  if (fb->no_writeback) {
-    n = pwrite(req->fd, req->buf, req->len, (off_t)req->offset);
-    rw_complete(req, n < 0 ? -errno : n);
-    return true;
-  }
   start = monotonic_ns();
-  if (!stall_budget_allows(&fb->inline_stalls, start)) {
+  if (!fb->no_writeback && !stall_budget_allows(&fb->inline_stalls, start)) {
     return false;
   }
   n = pwrite(req->fd, req->buf, req->len, (off_t)req->offset);
   took = monotonic_ns() - start;
-  if (stall_budget_charge(&fb->inline_stalls, start, took)) {
+  if (!fb->no_writeback && stall_budget_charge(&fb->inline_stalls, start, took)) {
     log_debug("file: page-cache writes blocked the event loops for more than %lld ms in "
               "%lld ms (the last took %lld us); writes go through io_uring for %lld s",
               STALL_BUDGET_NS / 1000000, STALL_WINDOW_NS / 1000000, took / 1000,
