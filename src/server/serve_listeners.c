@@ -111,6 +111,24 @@ int serve_listeners_open(const struct serve_config *cfg, struct listener *ls, si
   return 0;
 }
 
+/* Takes into *l the socket systemd passed as `name` (service.h), if it did; when the
+ * command line also named one (`option` `value`), a line says which is served. True when
+ * taken. */
+static bool systemd_socket_take(const char *name, const char *option, const char *value,
+                                struct listener *l)
+{
+  char shown[LOG_SHOWN_MAX];
+
+  if (service_listener_take(name, l) < 0) {
+    return false;
+  }
+  if (value != NULL) {
+    log_info("%s: serving on systemd's socket '%s', not on %s %s", name, name, option,
+             log_escape_str(shown, sizeof shown, value));
+  }
+  return true;
+}
+
 int serve_metrics_listener_open(const struct serve_config *cfg, struct listener *ml)
 {
   char host[256];
@@ -118,12 +136,7 @@ int serve_metrics_listener_open(const struct serve_config *cfg, struct listener 
   int rc;
 
   ml->fd = -1;
-  if (service_listener_take(SERVICE_NAME_METRICS, ml) == 0) {
-    if (cfg->metrics_addr != NULL) {
-      char shown[LOG_SHOWN_MAX];
-      log_info("metrics: serving on systemd's socket '%s', not on --metrics %s",
-               SERVICE_NAME_METRICS, log_escape_str(shown, sizeof shown, cfg->metrics_addr));
-    }
+  if (systemd_socket_take(SERVICE_NAME_METRICS, "--metrics", cfg->metrics_addr, ml)) {
     return 0;
   }
   if (cfg->metrics_addr == NULL) {
@@ -165,11 +178,7 @@ int serve_control_listener_open(const struct serve_config *cfg, struct listener 
   int rc;
 
   cl->fd = -1;
-  if (service_listener_take(SERVICE_NAME_CONTROL, cl) == 0) {
-    if (cfg->control_path != NULL) {
-      log_info("control: serving on systemd's socket '%s', not on --control %s",
-               SERVICE_NAME_CONTROL, log_escape_str(shown, sizeof shown, cfg->control_path));
-    }
+  if (systemd_socket_take(SERVICE_NAME_CONTROL, "--control", cfg->control_path, cl)) {
     control_mode_check(cl);
     return 0;
   }

@@ -24,13 +24,13 @@
  * The control socket is a Unix socket, the metrics endpoint TCP. */
 static struct {
   const char *name;
-  int family; /* AF_UNIX, or AF_INET for either TCP family */
+  bool unix_socket; /* a Unix socket; else TCP */
   const char *needs;
   struct listener l;
 } reserved[SERVICE_RESERVED_MAX] = {
-  {SERVICE_NAME_CONTROL, AF_UNIX, "the control socket is a Unix socket (ListenStream=/PATH)",
+  {SERVICE_NAME_CONTROL, true, "the control socket is a Unix socket (ListenStream=/PATH)",
    {.fd = -1}},
-  {SERVICE_NAME_METRICS, AF_INET, "the metrics endpoint is a TCP socket (ListenStream=HOST:PORT)",
+  {SERVICE_NAME_METRICS, false, "the metrics endpoint is a TCP socket (ListenStream=HOST:PORT)",
    {.fd = -1}},
 };
 
@@ -144,7 +144,7 @@ static int service_adopt_one(int fd, const char *name, struct listener *l)
         fprintf(stderr, "diskgate serve: systemd passed two sockets named '%s'\n", shown);
         return -EINVAL;
       }
-      if ((reserved[i].family == AF_UNIX) != (family == AF_UNIX)) {
+      if (reserved[i].unix_socket != (family == AF_UNIX)) {
         fprintf(stderr, "diskgate serve: systemd socket '%s' (%s): %s\n", shown, where,
                 reserved[i].needs);
         return -EINVAL;

@@ -34,7 +34,8 @@
  * after ONE line on stderr naming the socket that cannot be used (not a stream socket, not
  * listening, not TCP or Unix, more than `max`, a reserved name twice or of the wrong
  * family, or no NBD listener at all); every passed socket is then closed. -errno from
- * sd_listen_fds_with_names likewise. Also sets the names for a later restart (service_restart_env). */
+ * sd_listen_fds_with_names likewise. Also sets the names for a later restart
+ * (service_restart_env). */
 int service_listeners_take_all(struct listener *ls, size_t max, size_t *n);
 
 /* The socket passed under the reserved `name` (SERVICE_NAME_CONTROL: a Unix socket,
